@@ -1,0 +1,42 @@
+"""The whole app: one Blocks, one tab per station."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from app.i18n import build_i18n, translator
+from app.stations import stations
+from app.theme import CSS, THEME
+
+TITLE = "Pretraining Explorer"
+KEY = "main"
+tr = translator(KEY)
+STRINGS = {
+    "en": {
+        "intro": "# Pretraining Explorer\nHow pretraining works, with real pretrained models and real "
+                 "training: from word vectors to BERT, from ImageNet CNNs to MAE.",
+    },
+    "zh": {
+        "intro": "# 预训练探索器\n用真实的预训练模型和真实的训练，看懂预训练如何工作：从词向量到 BERT，"
+                 "从 ImageNet 卷积网络到 MAE。",
+    },
+}
+
+
+def build_app() -> gr.Blocks:
+    """Build (not launch) the app. No model loads here: each loads on first use."""
+    with gr.Blocks(title=TITLE) as demo:
+        gr.Markdown(tr("intro"), elem_id="ptx-header")
+        with gr.Tabs(elem_id="ptx-tabs"):
+            for module in stations():
+                with gr.Tab(module.TITLE, id=module.KEY, elem_id=f"tab-{module.KEY}"):
+                    module.build()
+    demo.queue(default_concurrency_limit=4)
+    return demo
+
+
+def launch_kwargs() -> dict:
+    """Theme, CSS and the en/zh text (Gradio 6 takes them at launch)."""
+    import sys
+
+    return {"theme": THEME, "css": CSS, "i18n": build_i18n([sys.modules[__name__], *stations()])}

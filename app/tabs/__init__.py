@@ -1,0 +1,1 @@
+"""One module per station; each has TITLE, KEY (deep-link name) and build()."""
