@@ -109,3 +109,109 @@ register(ModelSpec(
     load=_load,
     note="The original word2vec (skip-gram, negative sampling) trained on ~100B words of Google News; 3M words.",
 ))
+
+
+# ---------------------------------------------------------------- the normalised matrix
+def unit_vectors(kv):
+    """Row-normalised vectors of `kv`, computed once and kept on the object.
+
+    Returns a C-contiguous float32 array (V, d) whose rows have L2 norm 1 (all-zero rows
+    stay zero). Every ranking (analogies, neighbours) is one product with this matrix;
+    gensim's `get_normed_vectors()` would allocate a fresh copy on every call.
+    """
+    import numpy as np
+
+    unit = getattr(kv, "_ptx_unit", None)
+    if unit is None or unit.shape != kv.vectors.shape:
+        kv.fill_norms()
+        norms = np.where(kv.norms > 0, kv.norms, 1.0).astype(np.float32)
+        unit = np.ascontiguousarray(kv.vectors / norms[:, None], dtype=np.float32)
+        kv._ptx_unit = unit
+    return unit
+
+
+# ---------------------------------------------------------------- models found on disk
+TRAINED_PREFIX = "word2vec-"
+VECTOR_SUFFIXES = (".bin", ".txt", ".vec", ".kv", ".model", ".gz")
+# Files that mark a folder as some other role's checkpoint (a transformers or torch model).
+_NOT_VECTORS = ("config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json")
+
+
+def _read_manifest(folder: Path) -> dict:
+    import json
+
+    try:
+        return json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def trained_spec(folder: Path) -> ModelSpec | None:
+    """The spec of a word2vec model trained in the app (`checkpoints/trained/word2vec-*/`),
+    its file pinned to the sha256 its manifest records; None if the folder is incomplete."""
+    manifest = _read_manifest(folder)
+    file = manifest.get("file")
+    if not file or not (folder / file).is_file():
+        return None
+    digest = manifest.get("sha256")
+    p = manifest.get("params", {})
+    arch = "skip-gram" if p.get("sg", 1) else "CBOW"
+    objective = "hierarchical softmax" if p.get("hs") else "negative sampling"
+    note = (f"word2vec trained in this app: {arch}, {objective}, {p.get('vector_size', '?')} dimensions, "
+            f"window {p.get('window', '?')}, {p.get('epochs', '?')} epochs on {manifest.get('data', 'packaged text')} "
+            f"({manifest.get('corpus_words', 0):,} words); {manifest.get('vocab_size', 0):,} words in its vocabulary.")
+    return ModelSpec(
+        id=folder.name,
+        role="static_vectors",
+        title=f"word2vec {folder.name.removeprefix(TRAINED_PREFIX)} (trained here)",
+        sources=(Source("trained-here", folder.name, sha256={file: digest} if digest else {}),),
+        load=_load,
+        note=note,
+        params=int(manifest.get("vocab_size", 0)) * int(p.get("vector_size", 0)) or None,
+    )
+
+
+def _is_vector_checkpoint(path: Path) -> bool:
+    if path.is_file():
+        return path.name.endswith(VECTOR_SUFFIXES) and not path.name.startswith(".")
+    if not path.is_dir() or any((path / name).exists() for name in _NOT_VECTORS):
+        return False
+    return any(p.name.endswith(VECTOR_SUFFIXES) for p in path.iterdir())
+
+
+def discover() -> list[str]:
+    """Register word vectors found on disk that no spec names yet: word2vec models trained
+    in the app (`checkpoints/trained/word2vec-*/` with a manifest) and vector files or
+    folders a user dropped into `checkpoints/` (word2vec binary or text, GloVe text,
+    gensim KeyedVectors). Returns the ids newly registered; already-known ids are left
+    alone (a loaded model stays cached)."""
+    from engine import paths
+    from engine.registry import REGISTRY
+
+    known = {s.id for s in REGISTRY._specs.get("static_vectors", [])}
+    known |= {ref.ref for s in REGISTRY._specs.get("static_vectors", []) for ref in s.sources}
+    added: list[str] = []
+    trained = paths.trained_dir()
+    if trained.is_dir():
+        for folder in sorted(trained.glob(f"{TRAINED_PREFIX}*")):
+            if folder.is_dir() and folder.name not in known and (spec := trained_spec(folder)):
+                register(spec)
+                added.append(spec.id)
+    base = paths.checkpoints_dir()
+    if base.is_dir():
+        for path in sorted(base.iterdir()):
+            if path.name in known or path.name in ("trained", "README.md") or not _is_vector_checkpoint(path):
+                continue
+            register(ModelSpec(
+                id=path.name,
+                role="static_vectors",
+                title=f"{path.name} (your file in checkpoints/)",
+                sources=(Source("checkpoints", path.name),),
+                load=_load,
+                note=f"Word vectors you put in checkpoints/{path.name}; read with gensim KeyedVectors.",
+            ))
+            added.append(path.name)
+    return added
+
+
+discover()
