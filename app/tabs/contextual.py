@@ -1,15 +1,371 @@
-"""Contextual station (issue 4)."""
+"""Contextual station: watch a contextual model separate the senses of "bank", layer by layer.
+
+Endpoint `/contextual` (API.md). The maths lives in `engine.contextual`; this module lays
+out the page and draws plotly figures from what the engine returns.
+"""
 
 from __future__ import annotations
 
-from app.common import not_built
+import html
+from typing import Any
+
+import gradio as gr
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from app.common import DEVICE_QUEUE, announce_loading, api, guarded
+from app.i18n import translator
+from engine import contextual as ctx
 
 TITLE = "Contextual"
 KEY = "contextual"
+tr = translator(KEY)
+
+STRINGS = {
+    "en": {
+        "intro": "### One word, many vectors\n"
+                 "**Why one vector per word fails.** GloVe and word2vec give *bank* a single point, the same "
+                 "for a river bank and a savings bank: both meanings are squeezed into one average. "
+                 "**Contextual** models read the whole sentence and give every *use* of a word its own vector, "
+                 "at every layer. Pick a preset, press **Show**, then move the layer slider: the uses drift "
+                 "apart by meaning.",
+        "how": "Each dot is one occurrence (hover for its sentence). **Colour**: an automatic two-way split "
+               "(2-means, no labels used). **Shape**: the true sense, for presets. Layer 0 is the input "
+               "embedding; in BERT it also carries the word's *position*, so a split there follows where the "
+               "word stands, not what it means.",
+        "preset": "Sentence set",
+        "free": "my own sentences",
+        "word": "Word to follow",
+        "model": "Model",
+        "run": "Show",
+        "sentences": "Sentences (one per line; whole-word matches only)",
+        "layer": "Layer (0 = input embeddings)",
+        "method": "Map",
+        "mix_title": "ELMo's scalar mix: feature-based vs fine-tuning",
+        "mix_explain": "**Two ways to use a pretrained model.** *Feature-based* (ELMo): the pretrained model "
+                       "stays frozen; each task learns only how to mix its layers, "
+                       "γ · Σⱼ softmax(a)ⱼ · hⱼ, and trains its own model on top. *Fine-tuning* (BERT): add a "
+                       "small output layer and keep training every pretrained weight on the task. "
+                       "The weights a₀, a₁, a₂ are softmax-normalised (they always sum to 1); γ scales the "
+                       "whole vector, which matters to the model trained on top but not to cosine similarity.",
+        "a0": "a₀ (token layer)",
+        "a1": "a₁ (layer 1)",
+        "a2": "a₂ (layer 2)",
+        "gamma": "γ (scale)",
+    },
+    "zh": {
+        "intro": "### 一个词，多个向量\n"
+                 "**为什么“一词一向量”不够。** GloVe 和 word2vec 只给 *bank* 一个点：河岸和银行用的是同一个向量，"
+                 "两种意思被压成一个平均值。**上下文**模型读完整个句子，给词的每一次*使用*各自的向量，每一层都有。"
+                 "选一个预设，点 **显示**，再拖动层滑块：同一个词的不同用法按意思分开。",
+        "how": "每个点是一次出现（鼠标悬停可看句子）。**颜色**：自动二分（2-means，不使用标签）。"
+               "**形状**：真实词义（仅预设句子）。第 0 层是输入嵌入；在 BERT 中它还带着词的*位置*，"
+               "所以那里的划分跟随词所在的位置，而不是词义。",
+        "preset": "句子集",
+        "free": "我自己的句子",
+        "word": "要追踪的词",
+        "model": "模型",
+        "run": "显示",
+        "sentences": "句子（每行一句；只匹配整词）",
+        "layer": "层（0 = 输入嵌入）",
+        "method": "降维",
+        "mix_title": "ELMo 的标量混合：基于特征 vs 微调",
+        "mix_explain": "**使用预训练模型的两种方式。** *基于特征*（ELMo）：预训练模型保持冻结，每个任务只学习如何混合"
+                       "各层，γ · Σⱼ softmax(a)ⱼ · hⱼ，并在其上训练自己的模型。*微调*（BERT）：加一个小输出层，"
+                       "在任务上继续训练全部预训练权重。权重 a₀、a₁、a₂ 经过 softmax 归一化（总和恒为 1）；"
+                       "γ 缩放整个向量，它影响上层模型的学习，但不改变余弦相似度。",
+        "a0": "a₀（词元层）",
+        "a1": "a₁（第 1 层）",
+        "a2": "a₂（第 2 层）",
+        "gamma": "γ（缩放）",
+    },
+}
+
+MODEL_CHOICES = [("BERT", "bert"), ("ELMo", "elmo"), ("GloVe (static)", "static")]
+GROUP_COLOURS = ("#4f46e5", "#f59e0b")  # 2-means groups
+SENSE_SYMBOLS = ("circle", "diamond", "square", "x")
+MODEL_COLOURS = {"bert": "#4f46e5", "elmo": "#059669", "static": "#94a3b8"}
+FONT = dict(size=14)
+
+
+# ---------------------------------------------------------------- API
+def contextual(sentences: str, word: str, model: str) -> dict:
+    """Occurrences of `word` in `sentences` (one a line) and their cosine similarity at every
+    layer of `model` ("bert", "elmo" or "static"; "" = bert). See API.md."""
+    return ctx.contextual(sentences, word, model)
+
+
+# ---------------------------------------------------------------- figures
+def _hover(o: dict[str, Any]) -> str:
+    sense = f"<br>sense: {html.escape(o['sense'])}" if o.get("sense") else ""
+    return (f"sentence {o['sentence'] + 1}: {html.escape(o['left'])} <b>{html.escape(o['word'])}</b> "
+            f"{html.escape(o['right'])}{sense}")
+
+
+def _senses(a: ctx.Analysis) -> list[str]:
+    return list(dict.fromkeys(label for label in a.labels if label is not None))
+
+
+def _scatter_traces(a: ctx.Analysis, points, groups, showlegend: bool = True, size: int = 13) -> list[go.Scatter]:
+    """One trace per (2-means group, true sense): colour = group, shape = sense."""
+    senses = _senses(a)
+    traces = []
+    for g in (0, 1):
+        for s_i, sense in enumerate(senses or [None]):
+            idx = [i for i in range(len(a.occurrences)) if groups[i] == g and (sense is None or a.labels[i] == sense)]
+            if not idx:
+                continue
+            name = f"split {'AB'[g]}" + (f" · {sense}" if sense else "")
+            traces.append(go.Scatter(
+                x=[float(points[i][0]) for i in idx], y=[float(points[i][1]) for i in idx],
+                mode="markers+text", name=name, showlegend=showlegend,
+                text=[str(a.occurrences[i]["sentence"] + 1) for i in idx], textposition="top center",
+                textfont=dict(size=11, color="#334155"),
+                marker=dict(size=size, color=GROUP_COLOURS[g], symbol=SENSE_SYMBOLS[s_i % len(SENSE_SYMBOLS)],
+                            line=dict(width=1, color="white")),
+                hovertext=[_hover(a.occurrences[i]) for i in idx], hoverinfo="text",
+            ))
+    return traces
+
+
+def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    fig.update_layout(title=dict(text=title, font=dict(size=15)), height=height, font=FONT,
+                      margin=dict(l=40, r=20, t=60, b=40), template="plotly_white",
+                      legend=dict(orientation="h", y=-0.12))
+    return fig
+
+
+def map_figure(a: ctx.Analysis, layer: int, method: str) -> tuple[go.Figure, str]:
+    """The occurrences at one layer, in 2-D; returns the figure and a note (UMAP fallback)."""
+    points, used, note = ctx.layer_map(a.vectors[layer], method)
+    fig = go.Figure(_scatter_traces(a, points, a.groups[layer]))
+    if a.similarity[layer].min() > 1 - 1e-6:
+        fig.add_annotation(text=f"all {len(a.occurrences)} occurrences are one point", showarrow=False,
+                           x=0.5, y=0.1, xref="paper", yref="paper", font=dict(size=14))
+    fig.update_xaxes(showticklabels=False, title=f"{used.upper()} 1")
+    fig.update_yaxes(showticklabels=False, title=f"{used.upper()} 2")
+    sil = a.curves["silhouette"][layer]
+    acc = a.curves["split_accuracy"][layer]
+    extra = f" · split matches senses {acc:.0%}" if acc is not None else ""
+    title = f"“{a.word}” in {a.model}, {a.layer_names[layer]}<br><sup>silhouette {sil:.2f}{extra} · {a.provenance}</sup>"
+    return _layout(fig, title, 430), note
+
+
+def heatmap_figure(a: ctx.Analysis, layer: int) -> go.Figure:
+    """Cosine similarity between the occurrences at one layer (colour range fitted to it)."""
+    sim = a.similarity[layer]
+    ticks = [f"{o['sentence'] + 1}" + (f" {o['sense']}" if o.get("sense") else "") for o in a.occurrences]
+    n = len(ticks)
+    low = min(float(sim.min()), 0.99)  # the diagonal is 1, so this is the lowest pair
+    fig = go.Figure(go.Heatmap(
+        z=sim, x=list(range(n)), y=list(range(n)), zmin=low, zmax=1.0, colorscale="Viridis",
+        colorbar=dict(title="cos", thickness=12),
+        hovertemplate="%{customdata}<extra></extra>",
+        customdata=[[f"{ticks[i]} · {ticks[j]}: cos {sim[i, j]:.3f}" for j in range(n)] for i in range(n)],
+    ))
+    step = max(1, n // 16)
+    fig.update_xaxes(tickvals=list(range(0, n, step)), ticktext=ticks[::step], tickangle=-60, tickfont=dict(size=10))
+    fig.update_yaxes(tickvals=list(range(0, n, step)), ticktext=ticks[::step], autorange="reversed", tickfont=dict(size=10))
+    title = f"Cosine similarity, {a.layer_names[layer]}<br><sup>{a.model} · colours span {low:.2f} to 1</sup>"
+    return _layout(fig, title, 430)
+
+
+def layers_figure(a: ctx.Analysis) -> go.Figure:
+    """Small multiples: a PCA map of every layer, side by side (colour = 2-means at that layer)."""
+    maps = ctx.all_layer_maps(a)
+    cols = a.n_layers
+    fig = make_subplots(rows=1, cols=cols, subplot_titles=[f"{k}: {a.layer_names[k]}" if cols <= 3 else str(k)
+                                                           for k in range(cols)], horizontal_spacing=0.015)
+    for k in range(cols):
+        for trace in _scatter_traces(a, maps[k], a.groups[k], showlegend=False, size=9):
+            trace.mode = "markers"
+            fig.add_trace(trace, row=1, col=k + 1)
+    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False)
+    title = f"Every layer of {a.model} (PCA per layer; colour = 2-means split, shape = true sense)"
+    fig = _layout(fig, title, 250)
+    fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
+    return fig
+
+
+CURVES = (("split_accuracy", "2-means split vs true senses"),
+          ("within_minus_across", "within − across cosine"),
+          ("silhouette", "silhouette of the 2-means split"))
+
+
+def curves_figure(results: list[dict[str, Any]], word: str) -> go.Figure:
+    """Separation by layer, one line per model; a one-layer (static) model is drawn flat."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in CURVES], horizontal_spacing=0.07)
+    xmax = max([r["analysis"].n_layers - 1 for r in results if r["available"]] + [1])
+    missing = []
+    for r in results:
+        if not r["available"]:
+            missing.append(f"{r['kind']}: {_short(r['reason'])}")
+            continue
+        a: ctx.Analysis = r["analysis"]
+        for c, (key, _) in enumerate(CURVES):
+            ys = a.curves[key]
+            if all(y is None for y in ys):
+                continue
+            xs = list(range(a.n_layers))
+            if a.n_layers == 1:
+                xs, ys = [0, xmax], [ys[0], ys[0]]
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines+markers" if a.n_layers > 1 else "lines", name=a.model,
+                legendgroup=a.kind, showlegend=c == 0,
+                line=dict(color=MODEL_COLOURS.get(a.kind, "#0f172a"), width=3, dash="dot" if a.n_layers == 1 else None),
+                hovertemplate=f"{a.model}<br>layer %{{x}}: %{{y:.3f}}<extra></extra>",
+            ), row=1, col=c + 1)
+    fig.update_xaxes(title="layer", dtick=1)
+    fig.update_yaxes(range=[0.4, 1.02], row=1, col=1)
+    sub = "; ".join(missing) if missing else "the first two need the preset's labels; the silhouette needs none"
+    fig = _layout(fig, f"How well “{word}” separates, layer by layer<br><sup>{html.escape(sub)}</sup>", 360)
+    fig.update_layout(margin=dict(l=40, r=20, t=95, b=40), legend=dict(orientation="h", y=1.0, x=1.0,
+                                                                      xanchor="right", yanchor="bottom"))
+    return fig
+
+
+def _short(reason: str) -> str:
+    """The first clause of a long unavailability message, for a figure subtitle."""
+    if "could be loaded" in reason or "unavailable" in reason.lower():
+        return "not available here (see the Models tab)"
+    return reason[:80] + ("…" if len(reason) > 80 else "")
+
+
+def mix_figure(a: ctx.Analysis, view: dict[str, Any]) -> go.Figure:
+    """The softmax weights as bars, and the mixed vectors' PCA map."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.3, 0.7],
+                        subplot_titles=["softmax(a)", "mixed vectors (PCA)"])
+    fig.add_trace(go.Bar(x=a.layer_names, y=view["weights"], marker_color="#059669", showlegend=False,
+                         text=[f"{w:.2f}" for w in view["weights"]], textposition="outside"), row=1, col=1)
+    for trace in _scatter_traces(a, view["points"], view["groups"]):
+        fig.add_trace(trace, row=1, col=2)
+    fig.update_yaxes(range=[0, 1.15], row=1, col=1)
+    fig.update_xaxes(showticklabels=False, row=1, col=2)
+    fig.update_yaxes(showticklabels=False, row=1, col=2)
+    acc = view["split_accuracy"]
+    extra = f" · split matches senses {acc:.0%}" if acc is not None else ""
+    title = (f"Scalar mix of {a.model}: γ = {view['gamma']:.2f}, mean norm {view['norm']:.1f}<br>"
+             f"<sup>silhouette {view['silhouette']:.2f}{extra}</sup>")
+    return _layout(fig, title, 380)
+
+
+def _status(a: ctx.Analysis, map_note: str = "") -> str:
+    n_sent = len({o["sentence"] for o in a.occurrences})
+    best = a.best_layer
+    acc = a.curves["split_accuracy"][best]
+    parts = [f"**{len(a.occurrences)}** occurrence(s) of **{a.word}** in {n_sent} sentence(s) · "
+             f"{a.provenance} · {a.n_layers} layer{'s' if a.n_layers > 1 else ''}."]
+    if a.n_layers > 1 and len(a.occurrences) > 2:
+        perfect = [k for k, v in enumerate(a.curves["split_accuracy"]) if v == 1.0]
+        parts.append(f"Clearest split at **{a.layer_names[best]}**"
+                     + (f": the 2-means split matches the true senses {acc:.0%}" if acc is not None else "")
+                     + (f"; perfect at layers {', '.join(map(str, perfect))}" if perfect else "") + ".")
+    parts += a.notes + ([map_note] if map_note else [])
+    return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------- callbacks
+def _empty() -> go.Figure:
+    return _layout(go.Figure(), "", 200)
+
+
+def run(preset_key: str, text: str, word: str, model: str, method: str, progress=gr.Progress()):
+    """Analyse and draw everything; the slider jumps to the clearest layer."""
+    kind = ctx.MODEL_ALIASES.get(model or "", model or "bert")
+    if kind in ctx.MODEL_ROLES:
+        announce_loading(ctx.MODEL_ROLES[kind], "", progress)
+    a = ctx.analyse(text, word, model)
+    results = ctx.compare(text, word)
+    # The chosen model's own analysis replaces its kind's entry (it may be a specific model id).
+    results = [{"kind": a.kind, "available": True, "analysis": a} if r["kind"] == a.kind else r for r in results]
+    static = next((r["analysis"] for r in results if r["kind"] == "static" and r["available"]), None)
+    layer = a.best_layer
+    fig_map, note = map_figure(a, layer, method)
+    mix_visible = a.n_layers == 3
+    return (
+        a, _status(a, note),
+        gr.update(maximum=a.n_layers - 1, value=layer, interactive=a.n_layers > 1),
+        map_figure(static, 0, "pca")[0] if static is not None and a.kind != "static" else _empty(),
+        fig_map, heatmap_figure(a, layer), layers_figure(a), curves_figure(results, a.word),
+        gr.update(visible=mix_visible),
+        mix_figure(a, ctx.mix_view(a, [0.0] * 3, 1.0)) if mix_visible else _empty(),
+        "" if mix_visible else f"The sliders appear for a three-layer model (ELMo). {a.model} has "
+                               f"{a.n_layers} layer(s); BERT-style models are usually fine-tuned whole instead.",
+    )
+
+
+def on_layer(a: ctx.Analysis | None, layer: float, method: str):
+    if a is None:
+        return gr.update(), gr.update(), gr.update()
+    layer = int(min(max(0, layer), a.n_layers - 1))
+    fig_map, note = map_figure(a, layer, method)
+    return fig_map, heatmap_figure(a, layer), _status(a, note)
+
+
+def on_mix(a: ctx.Analysis | None, a0: float, a1: float, a2: float, gamma: float):
+    if a is None or a.n_layers != 3:
+        return gr.update()
+    return mix_figure(a, ctx.mix_view(a, [a0, a1, a2], gamma))
+
+
+def on_preset(key: str):
+    preset = ctx.presets().get(key)
+    if preset is None:
+        return gr.update(), gr.update()
+    return preset.text, preset.word
 
 
 def build() -> None:
-    not_built(4, "BERT and ELMo separating the senses of “bank” layer by layer")
+    presets = ctx.presets()
+    default = next(iter(presets.values()))
+    gr.Markdown(tr("intro"), elem_classes=["ptx-explain"])
+    with gr.Row(equal_height=True):
+        preset = gr.Dropdown([(p.title["en"], k) for k, p in presets.items()] + [("my own sentences", "")],
+                             value=default.key, label=tr("preset"), scale=2)
+        word = gr.Textbox(default.word, label=tr("word"), max_lines=1, scale=1)
+        model = gr.Dropdown(MODEL_CHOICES, value="bert", label=tr("model"), scale=1)
+        method = gr.Radio([("PCA", "pca"), ("UMAP", "umap")], value="pca", label=tr("method"), scale=1)
+        go_btn = gr.Button(tr("run"), variant="primary", scale=1)
+    text = gr.Textbox(default.text, lines=4, max_lines=6, label=tr("sentences"))
+    status = gr.Markdown()
+    layer = gr.Slider(0, 6, value=3, step=1, label=tr("layer"))
+    gr.Markdown(tr("how"), elem_classes=["ptx-explain"])
+    with gr.Row():
+        static_plot = gr.Plot(show_label=False, scale=2)
+        map_plot = gr.Plot(show_label=False, scale=3)
+        heat_plot = gr.Plot(show_label=False, scale=3)
+    layers_plot = gr.Plot(show_label=False)
+    curves_plot = gr.Plot(show_label=False)
+    with gr.Accordion(tr("mix_title"), open=True):
+        gr.Markdown(tr("mix_explain"), elem_classes=["ptx-explain"])
+        mix_note = gr.Markdown()
+        with gr.Column(visible=False) as mix_row:
+            with gr.Row():
+                a0 = gr.Slider(-3, 3, value=0, step=0.1, label=tr("a0"))
+                a1 = gr.Slider(-3, 3, value=0, step=0.1, label=tr("a1"))
+                a2 = gr.Slider(-3, 3, value=0, step=0.1, label=tr("a2"))
+                gamma = gr.Slider(0.1, 3, value=1, step=0.1, label=tr("gamma"))
+            mix_plot = gr.Plot(show_label=False)
+    state = gr.State()
+
+    outputs = [state, status, layer, static_plot, map_plot, heat_plot, layers_plot, curves_plot,
+               mix_row, mix_plot, mix_note]
+    inputs = [preset, text, word, model, method]
+    preset.change(on_preset, preset, [text, word], api_visibility="private").then(
+        guarded(run), inputs, outputs, api_visibility="private", **DEVICE_QUEUE)
+    gr.on([go_btn.click, word.submit, model.change], guarded(run), inputs, outputs,
+          api_visibility="private", **DEVICE_QUEUE)
+    # The first preset is drawn as the page opens (no inputs: this fires on load only).
+    def first(progress=gr.Progress()):
+        return run(default.key, default.text, default.word, "bert", "pca", progress)
+
+    gr.on(None, guarded(first), None, outputs, api_visibility="private", **DEVICE_QUEUE)
+    gr.on([layer.release, method.change], guarded(on_layer), [state, layer, method], [map_plot, heat_plot, status],
+          api_visibility="private", trigger_mode="always_last")
+    gr.on([s.release for s in (a0, a1, a2, gamma)], guarded(on_mix), [state, a0, a1, a2, gamma], mix_plot,
+          api_visibility="private", trigger_mode="always_last")
+    api(contextual, "contextual")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from engine.registry import ModelSpec, register
@@ -36,6 +37,76 @@ class BertBundle:
     @property
     def max_length(self) -> int:
         return int(min(self.tokenizer.model_max_length, self.model.config.max_position_embeddings))
+
+    def pieces(self, word: str) -> list[str]:
+        """The word pieces the tokenizer makes of one word ("embankment" -> ["em", "##bank", "##ment"])."""
+        return list(self.tokenizer.tokenize(word))
+
+    def _encode(self, sentences: list[list[str]], pad: bool = True):
+        return self.tokenizer(sentences, is_split_into_words=True, padding=pad, truncation=True,
+                              max_length=self.max_length, return_tensors="pt" if pad else None)
+
+    def word_layers(self, sentences: list[list[str]]) -> list[np.ndarray]:
+        """Per-word vectors at every layer, for pre-tokenised sentences (the contextual interface).
+
+        sentences: words as `engine.corpus.tokenize(text, lower=False)` gives them.
+        Returns one float32 array (num_layers + 1, n_words, hidden) per sentence; layer 0 is
+        the input embeddings (token + position + segment, layer-normed), layer k the output of
+        block k. A word split into pieces gets the mean of its pieces. Sentences of similar
+        length run in one padded batch (a sentence over twice as long as the shortest of a
+        batch starts another, so one very long line does not pad all the others); a sentence
+        longer than `max_length` pieces is cut there, so its array holds only the words that
+        fit (n_words can be less than given). A word the tokenizer drops entirely (e.g. a
+        zero-width space) is read as the unknown token.
+        """
+        sentences = [list(words) for words in sentences]
+        if not sentences:
+            return []
+        enc = self._encode(sentences, pad=False)
+        lengths = [len(ids) for ids in enc["input_ids"]]
+        for i in range(len(sentences)):
+            # Words with no pieces at all would shift every later word: read them as [UNK].
+            cut = lengths[i] >= self.max_length
+            for w in self._missing_words(enc.word_ids(i), len(sentences[i]), cut):
+                sentences[i][w] = self.tokenizer.unk_token
+        result: list[np.ndarray | None] = [None] * len(sentences)
+        order = sorted(range(len(sentences)), key=lambda i: lengths[i])
+        batch: list[int] = []
+        for i in order + [-1]:
+            if batch and (i < 0 or lengths[i] > 2 * lengths[batch[0]]):
+                for j, arr in zip(batch, self._forward([sentences[j] for j in batch]), strict=True):
+                    result[j] = arr
+                batch = []
+            batch.append(i)
+        return result  # type: ignore[return-value]
+
+    def _forward(self, sentences: list[list[str]]) -> list[np.ndarray]:
+        """One padded batch through the encoder; per-word means of the pieces at every layer."""
+        enc = self._encode(sentences)
+        device = next(self.model.parameters()).device
+        inputs = {k: enc[k].to(device) for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc}
+        with torch.inference_mode():
+            hidden = torch.stack(self.model(**inputs, output_hidden_states=True).hidden_states).float()  # (L+1, B, T, d)
+            result = []
+            for i in range(len(sentences)):
+                ids = enc.word_ids(i)
+                n_words = 1 + max((w for w in ids if w is not None), default=-1)
+                # Averaging matrix: row w spreads 1/len(pieces) over the pieces of word w.
+                avg = torch.zeros(n_words, hidden.shape[2], device=hidden.device)  # (n_words, T)
+                for t, w in enumerate(ids):
+                    if w is not None:
+                        avg[w, t] = 1.0
+                avg = avg / avg.sum(dim=1, keepdim=True).clamp(min=1.0)
+                words = torch.einsum("wt,ltd->lwd", avg, hidden[:, i])  # (L+1, n_words, d)
+                result.append(words.cpu().numpy().astype(np.float32, copy=False))
+        return result
+
+    @staticmethod
+    def _missing_words(word_ids: list[int | None], n_given: int, truncated: bool) -> list[int]:
+        """Indexes of words that got no piece (up to the truncation point when cut)."""
+        seen = {w for w in word_ids if w is not None}
+        upto = max(seen, default=-1) + 1 if truncated else n_given
+        return [w for w in range(upto) if w not in seen]
 
 
 def load_bert(located: Located, device: torch.device) -> BertBundle:
