@@ -1,0 +1,1 @@
+"""Training scripts for the checkpoints this project trains itself (python -m engine.train.<name>)."""
