@@ -81,6 +81,13 @@ def table_of(loaded: LoadedModel) -> VectorTable:
     return hit[1]
 
 
+def forget(model_id: str) -> None:
+    """Drop the cached tables of a model id (a retrained model replaced on disk)."""
+    with _tables_lock:
+        for key in [k for k, (_, t) in _tables.items() if t.model_id == model_id]:
+            del _tables[key]
+
+
 def get_table(model: str = "") -> VectorTable:
     """The table for a model id ("" = default). Unknown ids list the choices."""
     return table_of(REGISTRY.get(ROLE, (model or "").strip()))

@@ -202,15 +202,19 @@ def discover() -> list[str]:
         for path in sorted(base.iterdir()):
             if path.name in known or path.name in ("trained", "README.md") or not _is_vector_checkpoint(path):
                 continue
+            model_id = path.name.split(".")[0] if path.is_file() else path.name
+            if model_id in known:
+                model_id = path.name
+            known.add(model_id)
             register(ModelSpec(
-                id=path.name,
+                id=model_id,
                 role="static_vectors",
                 title=f"{path.name} (your file in checkpoints/)",
                 sources=(Source("checkpoints", path.name),),
                 load=_load,
                 note=f"Word vectors you put in checkpoints/{path.name}; read with gensim KeyedVectors.",
             ))
-            added.append(path.name)
+            added.append(model_id)
     return added
 
 
