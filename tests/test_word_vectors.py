@@ -9,7 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from engine import analogy_set, bow, word_vectors as wv
+from engine import analogy_set, bow
+from engine import word_vectors as wv
 from engine.errors import UserInputError
 from engine.registry import REGISTRY
 
