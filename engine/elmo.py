@@ -272,19 +272,6 @@ class BiLM(nn.Module):
         return {"layers": layers, "mask": mask, "lengths": lengths}
 
 
-def scalar_mix(layers: np.ndarray, weights: Sequence[float], gamma: float = 1.0) -> np.ndarray:
-    """ELMo's task mix: gamma * sum_k softmax(weights)_k * layers[k].
-
-    layers float (n_layers, ..., dim); weights: n_layers unnormalised scalars s_k (the
-    softmax turns them into a_k >= 0 that sum to 1). Returns float32 (..., dim)."""
-    w = np.asarray(weights, dtype=np.float64)
-    if w.shape != (layers.shape[0],):
-        raise UserInputError(f"scalar mix needs {layers.shape[0]} weights, got {w.size}")
-    a = np.exp(w - w.max())
-    a /= a.sum()
-    return (gamma * np.tensordot(a, layers, axes=1)).astype(np.float32)
-
-
 class ElmoEmbedder:
     """A loaded biLM ready for the stations.
 

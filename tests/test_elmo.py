@@ -20,7 +20,6 @@ from engine.elmo import (
     BiLM,
     ElmoEmbedder,
     reverse_padded,
-    scalar_mix,
     word_char_ids,
 )
 from engine.elmo_weights import load_hdf5, read_options, save_hdf5, size_name
@@ -206,9 +205,23 @@ def test_a_sentence_does_not_depend_on_its_batch():
     assert not np.allclose(s0[2, 1], s1[2, 3])
 
 
-def test_scalar_mix():
-    layers = np.stack([np.full((2, 3), v, np.float32) for v in (1.0, 2.0, 4.0)])
-    np.testing.assert_allclose(scalar_mix(layers, [0, 0, 0], 1.0), np.full((2, 3), 7 / 3), rtol=1e-6)
-    np.testing.assert_allclose(scalar_mix(layers, [100, 0, 0], 2.0), np.full((2, 3), 2.0), rtol=1e-6)
-    with pytest.raises(UserInputError):
-        scalar_mix(layers, [1, 2])
+def test_registry_prefers_official_files_in_checkpoints(tmp_path, monkeypatch):
+    from engine.registry import REGISTRY
+
+    folder = tmp_path / "elmo"
+    folder.mkdir()
+    _tiny_tf_file(folder / "elmo_tiny_weights.hdf5")
+    (folder / "elmo_tiny_options.json").write_text(json.dumps(TINY))
+    monkeypatch.setenv("PTX_CHECKPOINTS", str(tmp_path))
+    REGISTRY.forget("contextual_elmo", "elmo-original")
+    try:
+        spec, source = REGISTRY.would_load("contextual_elmo")
+        assert spec.id == "elmo-original" and source.kind == "checkpoints"
+        loaded = REGISTRY.get("contextual_elmo", "elmo-official")
+        assert "checkpoints/elmo" in loaded.label() and loaded.params == loaded.obj.n_params
+        assert loaded.obj.extra["unused_tensors"] == ["softmax/W"]
+        assert "official AllenNLP weights" in loaded.obj.describe()
+        (layers,) = loaded.obj.word_layers([["a", "bank"]])
+        assert layers.shape == (3, 2, 10)
+    finally:
+        REGISTRY.forget("contextual_elmo", "elmo-original")

@@ -296,6 +296,9 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_rng_state(ck["torch_rng"])
         print(f"resumed at step {state['step']} ({state['seconds'] / 60:.1f} min so far)", flush=True)
 
+    state.setdefault("runs", []).append({"argv": sys.argv[1:], "from_step": state["step"],
+                                         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())})
+
     def save_ckpt() -> None:
         tmp = ckpt_path.with_suffix(".tmp")
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "state": state,
@@ -392,6 +395,7 @@ def export(model: BiLMWithSoftmax, options: dict, vocab: list[str], args: argpar
                                               "+ <S>, </S>, <UNK>; input is characters, so any word is read"},
         "softmax_cutoffs": list(model.softmax.cutoffs[:-1]),
         "params": {"bilm": int(n_bilm), "softmax": int(sum(p.numel() for p in model.softmax.parameters()))},
+        "runs": state.get("runs", []),
         "steps": state["step"], "epochs_seen": round(state["tokens"] / max(1, n_tokens), 2),
         "tokens_seen": state["tokens"], "tokens_per_batch": args.tokens_per_batch,
         "optimizer": f"Adam lr {args.lr} (warmup {args.warmup}, cosine to 10%), grad clip 1.0, dropout "
