@@ -23,12 +23,9 @@ tr = translator(KEY)
 
 STRINGS = {
     "en": {
-        "intro": "### One word, many vectors\n"
-                 "**Why one vector per word fails.** GloVe and word2vec give *bank* a single point, the same "
-                 "for a river bank and a savings bank: both meanings are squeezed into one average. "
-                 "**Contextual** models read the whole sentence and give every *use* of a word its own vector, "
-                 "at every layer. Pick a preset, press **Show**, then move the layer slider: the uses drift "
-                 "apart by meaning.",
+        "intro": "**One vector per word fails:** GloVe gives *bank* one point for a river bank and a savings "
+                 "bank alike. A **contextual** model reads the sentence and gives every *use* its own vector, "
+                 "at every layer. Move the layer slider and watch the uses part by meaning.",
         "how": "Each dot is one occurrence (hover for its sentence). **Colour**: an automatic two-way split "
                "(2-means, no labels used). **Shape**: the true sense, for presets. Layer 0 is the input "
                "embedding; in BERT it also carries the word's *position*, so a split there follows where the "
@@ -54,10 +51,8 @@ STRINGS = {
         "gamma": "γ (scale)",
     },
     "zh": {
-        "intro": "### 一个词，多个向量\n"
-                 "**为什么“一词一向量”不够。** GloVe 和 word2vec 只给 *bank* 一个点：河岸和银行用的是同一个向量，"
-                 "两种意思被压成一个平均值。**上下文**模型读完整个句子，给词的每一次*使用*各自的向量，每一层都有。"
-                 "选一个预设，点 **显示**，再拖动层滑块：同一个词的不同用法按意思分开。",
+        "intro": "**一词一向量不够：** GloVe 给 *bank* 只有一个点，河岸和银行都一样。**上下文**模型读完整个句子，"
+                 "给词的每一次*使用*各自的向量，每一层都有。拖动层滑块，看同一个词的用法按意思分开。",
         "how": "每个点是一次出现（鼠标悬停可看句子）。**颜色**：自动二分（2-means，不使用标签）。"
                "**形状**：真实词义（仅预设句子）。第 0 层是输入嵌入；在 BERT 中它还带着词的*位置*，"
                "所以那里的划分跟随词所在的位置，而不是词义。",
@@ -135,11 +130,12 @@ def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
     return fig
 
 
-def map_figure(a: ctx.Analysis, layer: int, method: str) -> tuple[go.Figure, str]:
+def map_figure(a: ctx.Analysis, layer: int, method: str, height: int = 400) -> tuple[go.Figure, str]:
     """The occurrences at one layer, in 2-D; returns the figure and a note (UMAP fallback)."""
     points, used, note = ctx.layer_map(a.vectors[layer], method)
     fig = go.Figure(_scatter_traces(a, points, a.groups[layer]))
     if a.similarity[layer].min() > 1 - 1e-6:
+        fig.update_traces(mode="markers")
         fig.add_annotation(text=f"all {len(a.occurrences)} occurrences are one point", showarrow=False,
                            x=0.5, y=0.1, xref="paper", yref="paper", font=dict(size=14))
     fig.update_xaxes(showticklabels=False, title=f"{used.upper()} 1")
@@ -147,8 +143,12 @@ def map_figure(a: ctx.Analysis, layer: int, method: str) -> tuple[go.Figure, str
     sil = a.curves["silhouette"][layer]
     acc = a.curves["split_accuracy"][layer]
     extra = f" · split matches senses {acc:.0%}" if acc is not None else ""
-    title = f"“{a.word}” in {a.model}, {a.layer_names[layer]}<br><sup>silhouette {sil:.2f}{extra} · {a.provenance}</sup>"
-    return _layout(fig, title, 430), note
+    if a.n_layers == 1:  # the static baseline, drawn small beside the layers
+        title = f"{a.model}: one vector<br><sup>{a.provenance}</sup>"
+        fig.update_layout(showlegend=False)
+    else:
+        title = f"“{a.word}”, {a.model}, {a.layer_names[layer]}<br><sup>silhouette {sil:.2f}{extra} · {a.provenance}</sup>"
+    return _layout(fig, title, height), note
 
 
 def heatmap_figure(a: ctx.Analysis, layer: int) -> go.Figure:
@@ -167,7 +167,7 @@ def heatmap_figure(a: ctx.Analysis, layer: int) -> go.Figure:
     fig.update_xaxes(tickvals=list(range(0, n, step)), ticktext=ticks[::step], tickangle=-60, tickfont=dict(size=10))
     fig.update_yaxes(tickvals=list(range(0, n, step)), ticktext=ticks[::step], autorange="reversed", tickfont=dict(size=10))
     title = f"Cosine similarity, {a.layer_names[layer]}<br><sup>{a.model} · colours span {low:.2f} to 1</sup>"
-    return _layout(fig, title, 430)
+    return _layout(fig, title, 400)
 
 
 def layers_figure(a: ctx.Analysis) -> go.Figure:
@@ -183,7 +183,7 @@ def layers_figure(a: ctx.Analysis) -> go.Figure:
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False)
     title = f"Every layer of {a.model} (PCA per layer; colour = 2-means split, shape = true sense)"
-    fig = _layout(fig, title, 250)
+    fig = _layout(fig, title, 280)
     fig.update_layout(margin=dict(l=10, r=10, t=70, b=10))
     return fig
 
@@ -219,9 +219,9 @@ def curves_figure(results: list[dict[str, Any]], word: str) -> go.Figure:
     fig.update_xaxes(title="layer", dtick=1)
     fig.update_yaxes(range=[0.4, 1.02], row=1, col=1)
     sub = "; ".join(missing) if missing else "the first two need the preset's labels; the silhouette needs none"
-    fig = _layout(fig, f"How well “{word}” separates, layer by layer<br><sup>{html.escape(sub)}</sup>", 360)
-    fig.update_layout(margin=dict(l=40, r=20, t=95, b=40), legend=dict(orientation="h", y=1.0, x=1.0,
-                                                                      xanchor="right", yanchor="bottom"))
+    fig = _layout(fig, f"How well “{word}” separates, layer by layer<br><sup>{html.escape(sub)}</sup>", 380)
+    fig.update_layout(margin=dict(l=40, r=20, t=80, b=90), legend=dict(orientation="h", y=-0.3, x=0.5,
+                                                                      xanchor="center", yanchor="top"))
     return fig
 
 
@@ -286,7 +286,7 @@ def run(preset_key: str, text: str, word: str, model: str, method: str, progress
     return (
         a, _status(a, note),
         gr.update(maximum=a.n_layers - 1, value=layer, interactive=a.n_layers > 1),
-        map_figure(static, 0, "pca")[0] if static is not None and a.kind != "static" else _empty(),
+        map_figure(static, 0, "pca", 280)[0] if static is not None and a.kind != "static" else _empty(),
         fig_map, heatmap_figure(a, layer), layers_figure(a), curves_figure(results, a.word),
         gr.update(visible=mix_visible),
         mix_figure(a, ctx.mix_view(a, [0.0] * 3, 1.0)) if mix_visible else _empty(),
@@ -320,22 +320,26 @@ def build() -> None:
     presets = ctx.presets()
     default = next(iter(presets.values()))
     gr.Markdown(tr("intro"), elem_classes=["ptx-explain"])
-    with gr.Row(equal_height=True):
-        preset = gr.Dropdown([(p.title["en"], k) for k, p in presets.items()] + [("my own sentences", "")],
-                             value=default.key, label=tr("preset"), scale=2)
-        word = gr.Textbox(default.word, label=tr("word"), max_lines=1, scale=1)
-        model = gr.Dropdown(MODEL_CHOICES, value="bert", label=tr("model"), scale=1)
-        method = gr.Radio([("PCA", "pca"), ("UMAP", "umap")], value="pca", label=tr("method"), scale=1)
-        go_btn = gr.Button(tr("run"), variant="primary", scale=1)
-    text = gr.Textbox(default.text, lines=4, max_lines=6, label=tr("sentences"))
-    status = gr.Markdown()
-    layer = gr.Slider(0, 6, value=3, step=1, label=tr("layer"))
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            preset = gr.Dropdown([(p.title["en"], k) for k, p in presets.items()] + [("my own sentences", "")],
+                                 value=default.key, label=tr("preset"))
+            with gr.Row():
+                word = gr.Textbox(default.word, label=tr("word"), max_lines=1, min_width=120)
+                model = gr.Dropdown(MODEL_CHOICES, value="bert", label=tr("model"), min_width=120)
+            method = gr.Radio([("PCA", "pca"), ("UMAP", "umap")], value="pca", label=tr("method"))
+            go_btn = gr.Button(tr("run"), variant="primary")
+            text = gr.Textbox(default.text, lines=7, max_lines=7, label=tr("sentences"))
+        with gr.Column(scale=3):
+            layer = gr.Slider(0, 6, value=3, step=1, label=tr("layer"))
+            with gr.Row():
+                map_plot = gr.Plot(show_label=False)
+                heat_plot = gr.Plot(show_label=False)
+            status = gr.Markdown()
     gr.Markdown(tr("how"), elem_classes=["ptx-explain"])
     with gr.Row():
-        static_plot = gr.Plot(show_label=False, scale=2)
-        map_plot = gr.Plot(show_label=False, scale=3)
-        heat_plot = gr.Plot(show_label=False, scale=3)
-    layers_plot = gr.Plot(show_label=False)
+        static_plot = gr.Plot(show_label=False, scale=1)
+        layers_plot = gr.Plot(show_label=False, scale=4)
     curves_plot = gr.Plot(show_label=False)
     with gr.Accordion(tr("mix_title"), open=True):
         gr.Markdown(tr("mix_explain"), elem_classes=["ptx-explain"])
@@ -361,9 +365,9 @@ def build() -> None:
         return run(default.key, default.text, default.word, "bert", "pca", progress)
 
     gr.on(None, guarded(first), None, outputs, api_visibility="private", **DEVICE_QUEUE)
-    gr.on([layer.release, method.change], guarded(on_layer), [state, layer, method], [map_plot, heat_plot, status],
+    gr.on([layer.change, method.change], guarded(on_layer), [state, layer, method], [map_plot, heat_plot, status],
           api_visibility="private", trigger_mode="always_last")
-    gr.on([s.release for s in (a0, a1, a2, gamma)], guarded(on_mix), [state, a0, a1, a2, gamma], mix_plot,
+    gr.on([s.change for s in (a0, a1, a2, gamma)], guarded(on_mix), [state, a0, a1, a2, gamma], mix_plot,
           api_visibility="private", trigger_mode="always_last")
     api(contextual, "contextual")
 
