@@ -2,9 +2,9 @@
 
 The corpus (Wikipedia lead sections, the World English Bible, tweets) is tokenised once
 with `engine.corpus.tokenize`, words only, and cached as gzip text (one sentence a line).
-Training reports each epoch's loss (gensim's running loss, reset at every epoch start so
-float32 accumulation stays small) and the fraction done, and stops at the next epoch end
-when cancelled. The result is saved in word2vec binary format (no pickle) under
+Training reports, at each epoch end, the loss of the model's own objective on held-out
+sentences (every 50th sentence, never trained on), and the fraction done while an epoch
+runs; it stops at the next epoch end when cancelled. The result is saved in word2vec binary format (no pickle) under
 `checkpoints/trained/word2vec-<name>/vectors.bin` with a `manifest.json`, and registered
 as a `static_vectors` model at once.
 
@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from engine import paths
 from engine.corpus import CREDITS, SOURCES, sentences, tokenize
@@ -140,13 +142,80 @@ class _Sentences:
         return len(self.sents)
 
 
+# ---------------------------------------------------------------- held-out loss
+HOLDOUT_EVERY = 50  # every 50th sentence is held out of training, to measure the loss on
+HELDOUT_PAIRS = 20_000
+
+
+def _log_sigmoid(x: np.ndarray) -> np.ndarray:
+    return -np.logaddexp(0.0, -x)
+
+
+class HeldOutLoss:
+    """The model's own objective on sentences it never trains on, computed in numpy at
+    each epoch end (workers idle): skip-gram predicts a context word from a word, CBOW a
+    word from the mean of its context; negative sampling scores the true word against
+    `negative` noise words drawn from gensim's unigram^0.75 table, hierarchical softmax
+    sums the binary decisions along the word's Huffman path. Fixed pairs and noise words
+    (seeded), so epochs compare. Value: mean loss per predicted word, in nats."""
+
+    def __init__(self, model, held_out: list[list[str]], seed: int = 0, max_pairs: int = HELDOUT_PAIRS):
+        rng = np.random.default_rng(seed)
+        k2i = model.wv.key_to_index
+        inputs: list[list[int]] = []
+        targets: list[int] = []
+        for sent in held_out:
+            ids = [k2i[w] for w in sent if w in k2i]
+            for i, t in enumerate(ids):
+                ctx = ids[max(0, i - model.window): i] + ids[i + 1: i + 1 + model.window]
+                if not ctx:
+                    continue
+                if model.sg:
+                    inputs.extend([[c] for c in ctx])
+                    targets.extend([t] * len(ctx))
+                else:
+                    inputs.append(ctx)
+                    targets.append(t)
+        if not targets:
+            raise UserInputError("No held-out sentence has two known words; use more text or a lower min_count.")
+        pick = rng.permutation(len(targets))[:max_pairs]
+        self.inputs = [inputs[i] for i in pick]
+        self.targets = np.array([targets[i] for i in pick])  # (m,)
+        self.flat = np.array([c for ctx in self.inputs for c in ctx])  # all input rows, example after example
+        self.starts = np.cumsum([0] + [len(c) for c in self.inputs[:-1]])  # (m,)
+        self.lengths = np.array([len(c) for c in self.inputs], dtype=np.float32)[:, None]
+        self.hs = bool(model.hs)
+        if self.hs:
+            codes = model.wv.expandos["code"]
+            points = model.wv.expandos["point"]
+            self.ex = np.concatenate([[e] * len(codes[t]) for e, t in enumerate(self.targets)])
+            self.node = np.concatenate([points[t] for t in self.targets]).astype(np.int64)
+            self.sign = 1.0 - 2.0 * np.concatenate([codes[t] for t in self.targets]).astype(np.float32)
+        else:
+            draws = rng.integers(0, int(model.cum_table[-1]), size=(len(self.targets), model.negative))
+            self.noise = np.searchsorted(model.cum_table, draws, side="right")  # (m, negative)
+
+    def __call__(self, model) -> float:
+        h = np.add.reduceat(model.wv.vectors[self.flat], self.starts, axis=0) / self.lengths  # (m, d)
+        if self.hs:
+            f = np.einsum("ij,ij->i", h[self.ex], model.syn1[self.node])
+            loss = -np.bincount(self.ex, weights=_log_sigmoid(self.sign * f), minlength=len(self.targets))
+        else:
+            out = model.syn1neg
+            pos = np.einsum("ij,ij->i", h, out[self.targets])
+            neg = np.einsum("ij,ikj->ik", h, out[self.noise])
+            loss = -_log_sigmoid(pos) - _log_sigmoid(-neg).sum(axis=1)
+        return float(np.mean(loss))
+
+
 # ---------------------------------------------------------------- training
 def train(config: Word2VecConfig, progress: Callable[[dict[str, Any]], None] | None = None,
           cancel: threading.Event | None = None, out_dir: Path | None = None) -> dict[str, Any]:
     """Train, save and register a word2vec model; blocking.
 
-    progress(event) is called with {stage: "corpus"|"vocab"|"epoch"|"train", fraction in
-    [0, 1], epoch, epochs, history: [{epoch, loss}], message}. Raises Cancelled when
+    progress(event) is called with {stage: "corpus"|"vocab"|"epoch"|"train"|"done",
+    fraction in [0, 1], epoch, epochs, history: [{epoch, loss, train_loss_gensim}] (loss:
+    held-out, nats per predicted word; epoch 0 = before training), message}. Raises Cancelled when
     `cancel` is set (checked while reading and at each epoch end; nothing is saved).
     Returns the manifest: {id, file, sha256, command, data, params, vocab_size,
     corpus_words, history, seconds, minutes, metrics, created_at, ...}.
@@ -166,9 +235,11 @@ def train(config: Word2VecConfig, progress: Callable[[dict[str, Any]], None] | N
               "seconds": round(time.perf_counter() - t0, 1)})
 
     event("corpus", 0.0, "reading and tokenising the packaged text (cached after the first time)")
-    sents = [s for src in config.sources for s in corpus(src)]
+    everything = [s for src in config.sources for s in corpus(src)]
     if config.max_sentences:
-        sents = sents[: config.max_sentences]
+        everything = everything[: config.max_sentences]
+    sents = [s for i, s in enumerate(everything) if i % HOLDOUT_EVERY != HOLDOUT_EVERY - 1]
+    held_out = [s for i, s in enumerate(everything) if i % HOLDOUT_EVERY == HOLDOUT_EVERY - 1]
     n_words = sum(len(s) for s in sents)
     if cancel.is_set():
         raise Cancelled()
@@ -191,10 +262,11 @@ def train(config: Word2VecConfig, progress: Callable[[dict[str, Any]], None] | N
         def on_epoch_end(self, model) -> None:
             if cancel.is_set():
                 raise Cancelled()
-            loss = float(model.get_latest_training_loss())
-            history.append({"epoch": state["epoch"], "loss": round(loss, 2)})
+            loss = heldout(model)
+            history.append({"epoch": state["epoch"], "loss": round(loss, 4),
+                            "train_loss_gensim": round(float(model.get_latest_training_loss()), 1)})
             event("epoch", state["epoch"] / config.epochs,
-                  f"epoch {state['epoch']}/{config.epochs}: loss {loss:,.0f}", state["epoch"])
+                  f"epoch {state['epoch']}/{config.epochs}: held-out loss {loss:.4f}", state["epoch"])
 
     model = Word2Vec(vector_size=config.vector_size, window=config.window, min_count=config.min_count,
                      sg=config.sg, hs=config.hs, negative=0 if config.hs else config.negative,
@@ -205,6 +277,9 @@ def train(config: Word2VecConfig, progress: Callable[[dict[str, Any]], None] | N
         raise Cancelled()
     if not model.wv.index_to_key:
         raise UserInputError(f"No word occurs {config.min_count} times in this text; lower min_count.")
+    heldout = HeldOutLoss(model, held_out, seed=config.seed)
+    before = heldout(model)  # random start: the loss before any training
+    history.append({"epoch": 0, "loss": round(before, 4), "train_loss_gensim": None})
     model.train(stream, total_examples=len(sents), epochs=config.epochs, compute_loss=True,
                 callbacks=[Progress()])
     seconds = time.perf_counter() - t0
@@ -242,7 +317,9 @@ def save(model, config: Word2VecConfig, history: list[dict[str, float]], n_words
         "params": {k: v for k, v in asdict(config).items() if k != "name"},
         "vocab_size": len(model.wv.index_to_key),
         "history": history,
-        "loss_note": "gensim's running training loss summed over each epoch (approximate; "
+        "loss_note": "loss: the model's own objective (negative sampling or hierarchical softmax) on "
+                     f"held-out sentences (every {HOLDOUT_EVERY}th, never trained on), mean nats per predicted "
+                     "word; train_loss_gensim: gensim's running loss summed over the epoch (approximate: "
                      "worker threads share one float32 counter)",
         "seconds": round(seconds, 1),
         "minutes": round(seconds / 60, 2),

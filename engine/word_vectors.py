@@ -590,3 +590,45 @@ def senses(word: str, sense_a: str, sense_b: str, k: int = 15, model: str = "",
         "with_b": with_sense("b"),
         "vocab_limit": _limit(table, limit),
     }
+
+
+# ---------------------------------------------------------------- for the model picker and comparisons
+def available_models(rescan: bool = False) -> list[dict[str, Any]]:
+    """The static-vector models a person can pick: [{id, title, source, default,
+    available, loaded}], the role's default first. `rescan` looks for newly trained or
+    dropped-in vectors first (cheap: a directory listing, no hashing)."""
+    from engine.models.static_vectors import discover
+
+    if rescan:
+        discover()
+    specs = REGISTRY.specs(ROLE)
+    default = REGISTRY.would_load(ROLE)
+    rows = []
+    for spec in specs:
+        pick = REGISTRY.would_load(ROLE, spec.id)
+        rows.append({"id": spec.id, "title": spec.title, "source": (pick or (spec, spec.sources[0]))[1].kind,
+                     "default": default is not None and default[0].id == spec.id, "available": pick is not None,
+                     "loaded": REGISTRY.is_loaded(ROLE, spec.id), "note": spec.note})
+    rows.sort(key=lambda r: (not r["default"], not r["available"]))
+    return rows
+
+
+def side_by_side(models: list[str], expressions: list[str], k: int = 5) -> dict[str, Any]:
+    """The same questions asked of several models: each expression with two or more words
+    is an analogy, a single word a neighbours question. Unknown words give a cell saying
+    so instead of an error. Returns {models: [label], rows: [{question, answers: [str per
+    model]}]}."""
+    tables = [get_table(m) for m in models]
+    rows = []
+    for text in expressions:
+        expr = parse_expression(text)
+        answers = []
+        for table in tables:
+            try:
+                out = rank_expression(table, expr, k)
+                answers.append(", ".join(r["word"] for r in out["results"]))
+            except UserInputError:
+                missing = [w for w in expr.terms if lookup(table, w) is None]
+                answers.append("not in its vocabulary: " + ", ".join(missing))
+        rows.append({"question": str(expr), "answers": answers})
+    return {"models": [t.label for t in tables], "model_ids": [t.model_id for t in tables], "rows": rows}
