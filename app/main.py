@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from app import deeplinks, header
 from app.i18n import build_i18n, translator
 from app.stations import stations
 from app.theme import CSS, THEME
@@ -26,11 +27,17 @@ STRINGS = {
 def build_app() -> gr.Blocks:
     """Build (not launch) the app. No model loads here: each loads on first use."""
     with gr.Blocks(title=TITLE) as demo:
-        gr.Markdown(tr("intro"), elem_id="ptx-header")
-        with gr.Tabs(elem_id="ptx-tabs"):
+        with gr.Row(elem_id="ptx-header-row"):
+            with gr.Column(scale=3, min_width=400):
+                gr.Markdown(tr("intro"), elem_id="ptx-header")
+            with gr.Column(scale=2, min_width=400):
+                header.controls()
+        with gr.Tabs(elem_id="ptx-tabs") as tabs:
             for module in stations():
                 with gr.Tab(module.TITLE, id=module.KEY, elem_id=f"tab-{module.KEY}"):
                     module.build()
+        # The URL (?tab=...&...) selects a tab and fills its declared inputs (app/deeplinks.py).
+        deeplinks.wire(demo, tabs, {module.KEY for module in stations()})
     demo.queue(default_concurrency_limit=4)
     return demo
 
@@ -39,4 +46,5 @@ def launch_kwargs() -> dict:
     """Theme, CSS and the en/zh text (Gradio 6 takes them at launch)."""
     import sys
 
-    return {"theme": THEME, "css": CSS, "i18n": build_i18n([sys.modules[__name__], *stations()])}
+    return {"theme": THEME, "css": CSS + header.CSS, "js": header.PAGE_JS,
+            "i18n": build_i18n([sys.modules[__name__], *header.MODULES, *stations()])}

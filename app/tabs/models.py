@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from app import deeplinks
 from app.common import api
 from engine import device as devices
 from engine.registry import REGISTRY
@@ -40,6 +41,7 @@ def build() -> None:
     table = gr.Dataframe(lambda: _table()[0], headers=COLUMNS, interactive=False, wrap=True)
     refresh = gr.Button("Refresh", size="sm")
     refresh.click(_table, outputs=[table, device_md], api_visibility="private")
+    deeplinks.register(KEY, run=refresh)  # ?tab=models opens this tab and refreshes the table
     api(models, "models")
 
 
