@@ -52,7 +52,7 @@ def test_tiny_training_run_resumes_and_exports(tmp_path):
     assert layers.shape == (3, 3, 12) and np.isfinite(layers).all()
 
 
-TRAINED = paths.ROOT / "checkpoints" / "trained" / "elmo-small"
+TRAINED = paths.trained_dir() / "elmo-small"
 
 
 @pytest.mark.skipif(not (TRAINED / "manifest.json").exists(), reason="small ELMo not trained yet")
@@ -67,3 +67,15 @@ def test_committed_small_elmo_beats_baselines_and_loads():
     out = emb.word_layers([["I", "sat", "on", "the", "bank", "of", "the", "river", "."], []])
     assert out[0].shape == (3, 9, emb.dim) and out[1].shape == (3, 0, emb.dim)
     assert (TRAINED / "model.safetensors").stat().st_size < 30 * 2**20
+
+
+@pytest.mark.skipif(not (TRAINED / "manifest.json").exists(), reason="small ELMo not trained yet")
+def test_contextual_station_reads_three_elmo_layers():
+    from engine.contextual import analyse, presets
+
+    bank = presets()["bank"]
+    a = analyse(bank.text, bank.word, "elmo")
+    assert a.kind == "elmo" and a.n_layers == 3 and a.vectors.shape[1] == len(bank.sentences)
+    assert "ELMo" in a.model
+    # the token layer cannot tell the senses apart (one vector for every "bank")
+    assert a.curves["silhouette"][0] == pytest.approx(0.0, abs=1e-6) or a.curves["split_accuracy"][0] <= 0.6

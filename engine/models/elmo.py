@@ -10,7 +10,6 @@ AllenNLP's ELMo page and drop both into `checkpoints/elmo/`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import torch
 
 from engine.elmo import BiLM, ElmoEmbedder
 from engine.registry import ModelSpec, register
-from engine.sources import Located, Source
+from engine.sources import Located, Source, sha256_file
 
 
 def _load_official(located: Located, device: torch.device) -> ElmoEmbedder:
@@ -34,14 +33,6 @@ def _load_official(located: Located, device: torch.device) -> ElmoEmbedder:
                                "unused_tensors": unused})
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def load_trained(folder: Path, device: torch.device | str = "cpu") -> ElmoEmbedder:
     """The biLM trained here: options.json + model.safetensors ("bilm.*" tensors), checked
     against the sha256 in manifest.json. ValueError if a file is missing or altered."""
@@ -53,7 +44,7 @@ def load_trained(folder: Path, device: torch.device | str = "cpu") -> ElmoEmbedd
                          "(train with `python -m engine.train.elmo`)")
     manifest = json.loads(manifest_file.read_text())
     for name, info in manifest.get("files", {}).items():
-        if _sha256(folder / name) != info["sha256"]:
+        if sha256_file(folder / name) != info["sha256"]:
             raise ValueError(f"{name} in {folder} does not match the sha256 in its manifest")
     options = json.loads((folder / "options.json").read_text())
     bilm = BiLM(options)

@@ -20,7 +20,6 @@ hundred steps under the data directory (`--resume` continues exactly, data order
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import random
@@ -36,6 +35,7 @@ from torch import nn
 
 from engine import corpus, paths
 from engine.elmo import BiLM, word_char_ids
+from engine.sources import sha256_file
 
 SPECIALS = ("<S>", "</S>", "<UNK>")
 HELD_OUT_EVERY = 50
@@ -155,10 +155,14 @@ class BiLMWithSoftmax(nn.Module):
 
 def evaluate(model: BiLMWithSoftmax, data: Encoded, char_table: torch.Tensor, device: torch.device,
              limit: int | None = None, tokens_per_batch: int = 2000) -> dict[str, float]:
-    """Held-out perplexity per direction (exp of mean negative log-likelihood)."""
+    """Held-out perplexity per direction (exp of mean negative log-likelihood); `limit`:
+    an evenly spaced sample of that many sequences (so every source is in it)."""
     model.eval()
-    n = len(data) if limit is None else min(limit, len(data))
-    batches = make_batches([len(data.rows[i]) for i in range(n)], tokens_per_batch, random.Random(0))
+    chosen = list(range(len(data)))
+    if limit is not None and limit < len(data):
+        chosen = [int(i) for i in np.linspace(0, len(data) - 1, limit)]
+    groups = make_batches([len(data.rows[i]) for i in chosen], tokens_per_batch, random.Random(0))
+    batches = [[chosen[j] for j in group] for group in groups]
     nll_f = nll_b = 0.0
     count = 0
     with torch.inference_mode():
@@ -218,24 +222,25 @@ def baselines(train: Encoded, held: Encoded, vocab_size: int, discount: float = 
 
 
 # ------------------------------------------------------------------ training
-def lr_at(step: int, total: int, base: float, warmup: int) -> float:
+def progress(state: dict, steps: int, minutes: float) -> float:
+    """How far training is, 0..1: the larger of the step fraction and the time fraction
+    (so a busy machine ends on time, with the learning rate fully decayed)."""
+    by_time = state["seconds"] / (60 * minutes) if minutes > 0 else 0.0
+    return max(state["step"] / steps, by_time)
+
+
+def lr_at(step: int, frac: float, base: float, warmup: int) -> float:
+    """Linear warmup over `warmup` steps, then cosine from base to base/10 over progress `frac`."""
     if step < warmup:
         return base * (step + 1) / warmup
-    frac = (step - warmup) / max(1, total - warmup)
     return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=1800)
+    ap.add_argument("--steps", type=int, default=4000, help="stop after this many updates ...")
+    ap.add_argument("--minutes", type=float, default=70.0,
+                    help="... or after this many minutes of training, whichever comes first (0: no limit)")
     ap.add_argument("--tokens-per-batch", type=int, default=1024)
     ap.add_argument("--max-words", type=int, default=30, help="longer sentences are cut into pieces")
     ap.add_argument("--vocab", type=int, default=30000, help="output words (+ <S>, </S>, <UNK>)")
@@ -314,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
     bar = tqdm(total=args.steps, initial=state["step"], desc="elmo", mininterval=20, file=sys.stdout)
     run_f = run_b = None
     t_last = time.perf_counter()
-    while state["step"] < args.steps:
+    while progress(state, args.steps, args.minutes) < 1.0:
         if state["batch"] >= len(batches):
             state["epoch"] += 1
             state["batch"] = 0
@@ -323,7 +328,7 @@ def main(argv: list[str] | None = None) -> None:
         state["batch"] += 1
         ids, tgt, _ = collate(train, idx, char_table)
         for g in opt.param_groups:
-            g["lr"] = lr_at(state["step"], args.steps, args.lr, args.warmup)
+            g["lr"] = lr_at(state["step"], progress(state, args.steps, args.minutes), args.lr, args.warmup)
         f, b = model.token_logprobs(ids.to(device), tgt.to(device))
         loss = -(f.mean() + b.mean()) / 2
         opt.zero_grad(set_to_none=True)
@@ -339,9 +344,9 @@ def main(argv: list[str] | None = None) -> None:
         state["seconds"] += now - t_last
         t_last = now
         bar.update(1)
-        bar.set_postfix(fwd_ppl=f"{math.exp(run_f):.0f}", bwd_ppl=f"{math.exp(run_b):.0f}",
+        bar.set_postfix(min=f"{state['seconds'] / 60:.1f}", fwd_ppl=f"{math.exp(run_f):.0f}", bwd_ppl=f"{math.exp(run_b):.0f}",
                         tok_s=f"{state['tokens'] / max(state['seconds'], 1e-9):.0f}", refresh=False)
-        if state["step"] % args.eval_every == 0 or state["step"] == args.steps:
+        if state["step"] % args.eval_every == 0:
             ev = evaluate(model, held, char_table, device, limit=300)
             state["log"].append({"step": state["step"], "minutes": round(state["seconds"] / 60, 2),
                                  "train_fwd_ppl": round(math.exp(run_f), 1),
@@ -398,7 +403,8 @@ def export(model: BiLMWithSoftmax, options: dict, vocab: list[str], args: argpar
         "runs": state.get("runs", []),
         "steps": state["step"], "epochs_seen": round(state["tokens"] / max(1, n_tokens), 2),
         "tokens_seen": state["tokens"], "tokens_per_batch": args.tokens_per_batch,
-        "optimizer": f"Adam lr {args.lr} (warmup {args.warmup}, cosine to 10%), grad clip 1.0, dropout "
+        "optimizer": f"Adam lr {args.lr} (warmup {args.warmup} steps, then cosine to 10% over "
+                     f"{args.steps} steps or {args.minutes} minutes, whichever ends first), grad clip 1.0, dropout "
                      f"{options['lstm'].get('dropout', 0.0)}",
         "seed": args.seed, "device": "cuda" if torch.cuda.is_available() and args.device != "cpu" else "cpu",
         "threads": args.threads,
@@ -411,7 +417,7 @@ def export(model: BiLMWithSoftmax, options: dict, vocab: list[str], args: argpar
                     "over the same vocabulary; bigram = interpolated Kneser-Ney (discount 0.75)",
         },
         "log": state["log"],
-        "files": {f: {"sha256": sha256(out / f), "bytes": (out / f).stat().st_size} for f in files},
+        "files": {f: {"sha256": sha256_file(out / f), "bytes": (out / f).stat().st_size} for f in files},
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(json.dumps(manifest["metrics"], indent=2), flush=True)
