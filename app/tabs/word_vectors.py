@@ -58,6 +58,7 @@ STRINGS = {
         "neighbors_explain": "The nearest words are those whose vectors point the same way. Type one word, or an "
                              "expression such as *bank + river*.",
         "word": "Word or expression",
+        "one_word": "Word",
         "find": "Find neighbours",
         "map_explain": "Each word is a point; `a:b` draws an arrow from *a* to *b*. **PCA** is a linear "
                        "projection: with pairs, its horizontal axis is fitted on the pair differences, so equal "
@@ -124,6 +125,7 @@ STRINGS = {
         "solve": "求解",
         "neighbors_explain": "最近的词就是向量方向最接近的词。输入一个词，或像 *bank + river* 这样的表达式。",
         "word": "词或表达式",
+        "one_word": "词",
         "find": "查找近邻",
         "map_explain": "每个词是一个点；`a:b` 画一条从 *a* 指向 *b* 的箭头。**PCA** 是线性投影：有词对时，横轴由词对"
                        "之差拟合，相同的偏移显示为平行的箭头。**UMAP** 保留谁和谁相近，但会弯曲空间，不保留偏移，"
@@ -353,7 +355,7 @@ def _bar_html(fraction: float, message: str) -> str:
 def run_training(name, arch, objective, window, dim, epochs, min_count, texts, current_model):
     config = _config(name, arch, objective, window, dim, epochs, min_count, texts)
     run = w2v.start(config)
-    title = f"word2vec {config.name} ({config.describe()})"
+    title = f"word2vec {config.name} · held-out loss"
     try:
         yield run.id, _bar_html(0, "starting"), None, gr.update(), gr.update(), ""
         last = None
@@ -370,7 +372,8 @@ def run_training(name, arch, objective, window, dim, epochs, min_count, texts, c
         compare = wv.side_by_side(["glove-6b-50d", manifest["id"]], COMPARE_PROBES, k=5)
         rows = [[r["question"], *r["answers"]] for r in compare["rows"]]
         m = manifest["metrics"]
-        summary = (f"Saved **{manifest['id']}** ({manifest['vocab_size']:,} words, {manifest['minutes']:.1f} min) "
+        summary = (f"Saved **{manifest['id']}** ({config.describe()}; {manifest['vocab_size']:,} words, "
+                   f"{manifest['minutes']:.1f} min) "
                    f"in `checkpoints/trained/{manifest['id']}/`. On the station's analogy set "
                    f"({m['analogy_questions']} questions, {m['analogy_not_covered']} with a word it never saw): "
                    f"top-1 {m['analogy_top1']:.0%}, top-5 {m['analogy_top5']:.0%}.")
@@ -385,6 +388,11 @@ def cancel_training(run_id: str) -> str:
     return "cancelling at the end of this epoch ..." if w2v.cancel(run_id) else "no training is running"
 
 
+NEIGHBOUR_PRESETS = ["frog", "bank + river", "python", "beijing", "einstein", "happy"]
+SENSE_PRESETS = [("bank", "money, loan, deposit", "river, shore, stream"),
+                 ("apple", "iphone, computer, software", "fruit, pear, juice"),
+                 ("play", "theatre, stage, actor", "game, football, team"),
+                 ("mouse", "keyboard, computer, click", "rat, cat, cheese")]
 COMPARE_PROBES = ["king - man + woman", "paris - france + italy", "went - go + see", "god", "water", "king",
                   "city", "happy"]
 
@@ -407,13 +415,16 @@ def _first(fn, part: int, *args):
 # ---------------------------------------------------------------- layout
 def build() -> None:
     analogy_presets, map_presets = _load_presets()
-    gr.Markdown(tr("story"), elem_classes=["ptx-explain"])
-    with gr.Row(equal_height=True):
-        first = _model_update()
-        model = gr.Dropdown(label=tr("model"), choices=first["choices"], value=first["value"], scale=4,
-                            interactive=True)
-        refresh = gr.Button(tr("refresh"), size="sm", scale=1)
-    provenance = gr.Markdown(_provenance(first["value"]), elem_classes=["ptx-provenance"])
+    with gr.Row():
+        with gr.Column(scale=3):
+            gr.Markdown(tr("story"), elem_classes=["ptx-explain"])
+        with gr.Column(scale=2):
+            first = _model_update()
+            with gr.Row():
+                model = gr.Dropdown(label=tr("model"), choices=first["choices"], value=first["value"], scale=4,
+                                    interactive=True)
+                refresh = gr.Button(tr("refresh"), size="sm", scale=1, min_width=90)
+            provenance = gr.Markdown(_provenance(first["value"]), elem_classes=["ptx-provenance"])
 
     with gr.Tabs():
         with gr.Tab(tr("t_analogy")):
@@ -438,8 +449,8 @@ def build() -> None:
                     with gr.Row():
                         nb_k = gr.Slider(1, 30, value=12, step=1, label=tr("k"))
                         nb_limit = gr.Radio(list(LIMITS), value="all", label=tr("limit"))
+                    nb_preset = gr.Dropdown(label=tr("preset"), choices=NEIGHBOUR_PRESETS, value=None)
                     find = gr.Button(tr("find"), variant="primary")
-                    gr.Examples([["frog"], ["bank + river"], ["python"], ["beijing"]], inputs=[nb_word])
                     nb_note = gr.Markdown()
                 with gr.Column(scale=3):
                     nb_plot = gr.Plot(show_label=False)
@@ -462,7 +473,8 @@ def build() -> None:
                 with gr.Column(scale=2):
                     sent_a = gr.Textbox(label=tr("sentence_a"), value=bow.PRESETS[0][1], max_lines=2)
                     sent_b = gr.Textbox(label=tr("sentence_b"), value=bow.PRESETS[0][2], max_lines=2)
-                    gr.Examples([[a, b] for _, a, b in bow.PRESETS], inputs=[sent_a, sent_b])
+                    bow_preset = gr.Dropdown(label=tr("preset"), value=None,
+                                             choices=[(f"{name}: {a} / {b}", i) for i, (name, a, b) in enumerate(bow.PRESETS)])
                     compare = gr.Button(tr("compare"), variant="primary")
                     bow_note = gr.Markdown()
                 with gr.Column(scale=3):
@@ -472,13 +484,11 @@ def build() -> None:
             gr.Markdown(tr("limit_explain"), elem_classes=["ptx-explain"])
             with gr.Row():
                 with gr.Column(scale=2):
-                    sense_word = gr.Textbox(label=tr("word"), value="bank", max_lines=1)
+                    sense_word = gr.Textbox(label=tr("one_word"), value="bank", max_lines=1)
                     sense_a = gr.Textbox(label=tr("sense_a"), value="money, loan, deposit", max_lines=1)
                     sense_b = gr.Textbox(label=tr("sense_b"), value="river, shore, stream", max_lines=1)
-                    gr.Examples([["bank", "money, loan, deposit", "river, shore, stream"],
-                                 ["apple", "iphone, computer, software", "fruit, pear, juice"],
-                                 ["play", "theatre, stage, actor", "game, football, team"]],
-                                inputs=[sense_word, sense_a, sense_b])
+                    sense_preset = gr.Dropdown(label=tr("preset"), value=None,
+                                               choices=[(" / ".join(p), i) for i, p in enumerate(SENSE_PRESETS)])
                     probe = gr.Button(tr("probe"), variant="primary")
                     to_ctx = gr.Button(tr("to_contextual"), link="?tab=contextual&word=bank", variant="secondary")
                 with gr.Column(scale=3):
@@ -520,15 +530,22 @@ def build() -> None:
     solve_args = (guarded(run_analogy), [expression, k, limit, model], [analogy_plot, analogy_note])
     preset.input(lambda p: p or gr.update(), [preset], [expression], **PRIVATE).then(*solve_args, **q)
     gr.on([solve.click, expression.submit], *solve_args, **q)
-    gr.on([find.click, nb_word.submit], guarded(run_neighbors), [nb_word, nb_k, nb_limit, model], [nb_plot, nb_note], **q)
+    nb_args = (guarded(run_neighbors), [nb_word, nb_k, nb_limit, model], [nb_plot, nb_note])
+    nb_preset.input(lambda p: p or gr.update(), [nb_preset], [nb_word], **PRIVATE).then(*nb_args, **q)
+    gr.on([find.click, nb_word.submit], *nb_args, **q)
     by_name = {p["name"]: p for p in map_presets}
     map_args = (guarded(run_map), [map_words, method, model], [map_plot, map_note])
     map_preset.input(lambda n: (by_name[n]["words"], by_name[n]["method"].upper()) if n in by_name
                      else (gr.update(), gr.update()), [map_preset], [map_words, method], **PRIVATE).then(*map_args, **q)
     gr.on([draw.click], *map_args, **q)
-    compare.click(guarded(run_bow), [sent_a, sent_b, model], [bow_plot, bow_note, bow_table], **q)
-    gr.on([probe.click, sense_word.submit], guarded(run_senses), [sense_word, sense_a, sense_b, model],
-          [sense_table, sense_note, to_ctx], **q)
+    bow_args = (guarded(run_bow), [sent_a, sent_b, model], [bow_plot, bow_note, bow_table])
+    bow_preset.input(lambda i: bow.PRESETS[i][1:] if i is not None else (gr.update(), gr.update()), [bow_preset],
+                     [sent_a, sent_b], **PRIVATE).then(*bow_args, **q)
+    compare.click(*bow_args, **q)
+    sense_args = (guarded(run_senses), [sense_word, sense_a, sense_b, model], [sense_table, sense_note, to_ctx])
+    sense_preset.input(lambda i: SENSE_PRESETS[i] if i is not None else (gr.update(),) * 3, [sense_preset],
+                       [sense_word, sense_a, sense_b], **PRIVATE).then(*sense_args, **q)
+    gr.on([probe.click, sense_word.submit], *sense_args, **q)
     sense_word.change(lambda w: gr.update(link=f"?tab=contextual&word={(w or 'bank').strip().split()[0]}")
                       if (w or "").strip() else gr.update(), [sense_word], [to_ctx], **PRIVATE)
     train_btn.click(guarded(run_training), [run_name, arch, objective, window, dim, epochs, min_count, texts, model],
