@@ -139,8 +139,8 @@ def stats_figure(result: AttentionResult, stat: str = "prev", height: int = 360)
         colorbar={"thickness": 12},
     ))
     fig.update_layout(
-        title={"text": f"{STAT_LABELS[stat]} per head · {result.model}", "font": {"size": 15}},
-        height=height, margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        title={"text": f"{STAT_LABELS[stat]}, per head<br><sup>{result.model}</sup>", "font": {"size": 15}},
+        height=height, margin={"l": 10, "r": 10, "t": 60, "b": 10},
         yaxis={"autorange": "reversed"},
     )
     return fig

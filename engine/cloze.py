@@ -223,7 +223,8 @@ def bar_figure(result: ClozeResult, max_masks: int = 6, height: int | None = Non
     k = max((len(p) for p in result.predictions[:n]), default=1)
     height = height or max(260, rows * (60 + 24 * k) + 70)
     more = f" (first {n} of {len(result.predictions)} masks)" if len(result.predictions) > n else ""
-    fig.update_layout(title={"text": f"Top guesses{more} · {result.model}", "font": {"size": 15}},
+    fig.update_layout(title={"text": f"Top guesses{more}<br><sup>{result.model}</sup>", "font": {"size": 15}},
                       height=height, margin={"l": 10, "r": 20, "t": 70, "b": 30}, plot_bgcolor="white")
-    fig.update_xaxes(range=[0, 1], tickformat=".0%", gridcolor="#e2e8f0")
+    top = max((p[0][1] for p in result.predictions[:n] if p), default=1.0)
+    fig.update_xaxes(range=[0, min(1.0, top * 1.3 + 0.02)], tickformat=".0%", gridcolor="#e2e8f0")
     return fig

@@ -224,7 +224,7 @@ def sort_stats(state: dict | None, stat: str):
 
 # ---------------------------------------------------------------- cloze callbacks
 def _word_chips(text: str) -> list[tuple[str, str | None]]:
-    return [(w, "[MASK]" if cloze.MASK_PATTERN.fullmatch(w) else None) for w in cloze.words(text)]
+    return [(w + " ", "[MASK]" if cloze.MASK_PATTERN.fullmatch(w) else None) for w in cloze.words(text)]
 
 
 def guess(text: str, k: float, model: str, progress=gr.Progress()):
@@ -307,12 +307,13 @@ def build() -> None:
             mchoices, mdefault = _model_choices(cloze.ROLE)
             with gr.Row(equal_height=True):
                 ctext = gr.Textbox(EXAMPLE_CLOZE, label=tr("cloze_text"), lines=1, max_lines=4, scale=5)
-                k = gr.Slider(1, 20, value=8, step=1, label=tr("k"), scale=1)
+                k = gr.Slider(1, 20, value=8, step=1, label=tr("k"), scale=2)
                 cmodel = gr.Dropdown(mchoices, value=mdefault, label=tr("cloze_model"), scale=2)
                 guess_btn = gr.Button(tr("cloze_run"), variant="primary", scale=1)
             gr.Examples([[e] for e in CLOZE_EXAMPLES], inputs=[ctext], label=tr("examples"))
             chips = gr.HighlightedText(_word_chips(EXAMPLE_CLOZE), label=tr("words"), combine_adjacent=False,
-                                       show_legend=False, color_map={"[MASK]": "#f59e0b"}, interactive=False)
+                                       show_legend=False, show_inline_category=False,
+                                       color_map={"[MASK]": "#f59e0b"}, interactive=False)
             original = gr.State(EXAMPLE_CLOZE)
             with gr.Row():
                 with gr.Column(scale=3):
