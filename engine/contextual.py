@@ -40,6 +40,7 @@ MODEL_ROLES: dict[str, str] = {"bert": "contextual_bert", "elmo": "contextual_el
 MODEL_ALIASES: dict[str, str] = {"": "bert", "glove": "static", "word2vec": "static"}
 MAX_SENTENCES = 64  # lines per request
 MAX_CHARS = 40_000  # characters per request, all lines together
+MAX_OCCURRENCES = 200  # occurrences analysed per request (the first ones, in sentence order)
 PRESET_DIR = paths.ASSETS / "contextual"
 
 
@@ -57,7 +58,7 @@ class StaticLayers:
 
     def vector(self, word: str) -> np.ndarray | None:
         """The word's vector, (d,) float32, trying it as written and lower-cased; None if unknown."""
-        for key in (word, word.lower()):
+        for key in (word, word.lower(), _base(word)):
             index = self.kv.key_to_index.get(key)
             if index is not None:
                 return np.asarray(self.kv.vectors[index], dtype=np.float32)
@@ -473,6 +474,8 @@ def analyse(sentences_text: str, word: str, model: str = "") -> Analysis:
                                 "position": p, "sense": sense, **_window(tokenised[i], p)})
             rows.append(arr[:, p])  # (L, d)
             labels.append(sense)
+    capped = len(rows) > MAX_OCCURRENCES
+    occurrences, rows, labels = occurrences[:MAX_OCCURRENCES], rows[:MAX_OCCURRENCES], labels[:MAX_OCCURRENCES]
     if not rows:
         raise UserInputError(f"every “{target}” lies beyond {encoder.title}'s maximum length "
                              f"({encoder.max_length} word pieces); put it nearer the start of the sentence")
@@ -485,6 +488,8 @@ def analyse(sentences_text: str, word: str, model: str = "") -> Analysis:
               for key in ("silhouette", "within_minus_across", "split_accuracy")}
     skipped = [i for i in range(len(sentences)) if i not in used or i in dropped]
     notes = _notes(target, encoder, len(occurrences), skipped, dropped, truncated, inside, hits)
+    if capped:
+        notes.insert(0, f"More than {MAX_OCCURRENCES} occurrences: the first {MAX_OCCURRENCES} are shown.")
     return Analysis(
         kind=encoder.kind, model=encoder.title, model_id=encoder.loaded.spec.id,
         source=encoder.loaded.source_kind, provenance=encoder.loaded.label(), word=target,

@@ -265,6 +265,13 @@ def test_static_model_is_flat_at_zero_and_unknown_word_is_said(fake_registry):
     assert np.allclose(a.similarity, 1.0)
     with pytest.raises(UserInputError, match="no vector for “apple”"):
         ctx.analyse("An apple.", "apple", "glove")
+    assert ctx.analyse("The bank's roof.\nA bank.", "bank", "static").n_layers == 1  # possessive read as bank
+
+
+def test_occurrences_are_capped(fake_registry):
+    a = ctx.analyse("\n".join(["bank " * 45] * 6), "bank", "bert")
+    assert len(a.occurrences) == ctx.MAX_OCCURRENCES and a.similarity.shape[1:] == (200, 200)
+    assert a.truncated == [] and "first 200" in a.notes[0]
 
 
 def test_elmo_dispatch_three_layers_and_mix(fake_registry):
