@@ -213,16 +213,14 @@ def _conv_geometry(module: torch.nn.Module) -> tuple[int, int, int] | None:
     return None
 
 
-@lru_cache(maxsize=8)
-def _receptive_fields(model_id: str) -> tuple[tuple[int, int], ...]:
-    """(receptive field, stride) after each stage module, walking the layers in order.
+def receptive_fields(model: torch.nn.Module, ends: list[str]) -> list[tuple[int, int]]:
+    """(receptive field, stride) in input pixels after each module named in `ends`,
+    walking the spatial layers (Conv2d, MaxPool2d, AvgPool2d) in registration order.
 
-    r grows by (k - 1) * dilation * j at each layer and j (the jump) multiplies by the
+    r grows by (k - 1) * dilation * j at each layer and the jump j multiplies by the
     stride. Residual shortcuts (`downsample`) run beside the main path and are skipped:
-    the main path has the larger field.
+    the main path has the larger field. Padding does not change the field.
     """
-    model = get_model(model_id).obj
-    ends = stage_modules(model)
     r, j = 1, 1
     out: dict[str, tuple[int, int]] = {}
     for name, module in model.named_modules():
@@ -236,7 +234,13 @@ def _receptive_fields(model_id: str) -> tuple[tuple[int, int], ...]:
         for end in ends:
             if name == end or name.startswith(end + "."):
                 out[end] = (r, j)
-    return tuple(out[e] for e in ends)
+    return [out[e] for e in ends]
+
+
+@lru_cache(maxsize=8)
+def _receptive_fields(model_id: str) -> tuple[tuple[int, int], ...]:
+    model = get_model(model_id).obj
+    return tuple(receptive_fields(model, stage_modules(model)))
 
 
 _stage_cache: OrderedDict[str, list[Stage]] = OrderedDict()

@@ -153,6 +153,22 @@ FONT = dict(size=14)
 ACCENT, MUTED = "#4f46e5", "#cbd5e1"
 
 
+class SafeImage(gr.Image):
+    """gr.Image (type="filepath") that hands files PIL cannot open straight to the engine,
+    so `engine.images.load_image` says what is wrong (a PDF, text, a bomb) instead of
+    Gradio failing with a bare "Error". Renders as the ordinary image component."""
+
+    is_template = True
+
+    def preprocess(self, payload):  # type: ignore[override]
+        try:
+            return super().preprocess(payload)
+        except Exception:
+            if payload is not None and payload.path:
+                return str(payload.path)
+            raise
+
+
 # ---------------------------------------------------------------- API (API.md)
 def classify_image(image: str, k: int, model: str) -> dict:
     """Top-k ImageNet classes for an image file: {model, predictions: [{label, index, score}]}."""
@@ -181,7 +197,8 @@ def pyramid_figure(view: dict, height: int = 300) -> go.Figure:
                            textposition="outside", cliponaxis=False,
                            hovertext=[f"{t}<br>receptive field {s['receptive_field']} px" for t, s in zip(text, sizes, strict=True)],
                            hoverinfo="text"))
-    fig.update_yaxes(type="log", title="channels (log)")
+    fig.update_yaxes(type="log", title="channels (log scale)", tickvals=[3, 10, 30, 100, 300, 1000],
+                     range=[0.3, 3.6])
     return _layout(fig, f"Channels × height × width per stage · {view['model']}", height)
 
 
@@ -309,7 +326,7 @@ def build() -> None:
     gr.Markdown(tr("intro"), elem_classes=["ptx-explain"])
     with gr.Row():
         with gr.Column(scale=3, min_width=280):
-            image = gr.Image(type="filepath", sources=["upload", "clipboard"], label=tr("image"), height=210)
+            image = SafeImage(type="filepath", sources=["upload", "clipboard"], label=tr("image"), height=210)
             model = gr.Dropdown(choices=cnn.model_choices(), value=cnn.default_model_id(), label=tr("model"))
         with gr.Column(scale=4, min_width=300):
             gr.Examples(examples=[[p] for p in example_files], inputs=[image], label=tr("examples"),
@@ -373,7 +390,7 @@ def build() -> None:
             gr.Markdown(tr("transfer_explain"), elem_classes=["ptx-explain"])
             with gr.Row():
                 with gr.Column(scale=2, min_width=260):
-                    image_b = gr.Image(type="filepath", sources=["upload", "clipboard"], label=tr("image_b"),
+                    image_b = SafeImage(type="filepath", sources=["upload", "clipboard"], label=tr("image_b"),
                                        height=220, value=example_files[1])
                     gr.Examples(examples=[[p] for p in example_files], inputs=[image_b], examples_per_page=8)
                     compare_btn = gr.Button(tr("compare"), variant="primary")
