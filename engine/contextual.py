@@ -416,10 +416,11 @@ class Analysis:
     @property
     def best_layer(self) -> int:
         """The layer where the split is clearest: highest split accuracy (when labels are
-        known), ties broken by silhouette."""
+        known), ties broken by silhouette. Layer 0 is left out when there are others: it
+        has no context (in BERT it splits by position, not meaning)."""
         acc = [a if a is not None else 0.0 for a in self.curves["split_accuracy"]]
         sil = self.curves["silhouette"]
-        return int(max(range(self.n_layers), key=lambda k: (acc[k], sil[k])))
+        return int(max(range(1 if self.n_layers > 1 else 0, self.n_layers), key=lambda k: (acc[k], sil[k])))
 
     @property
     def has_labels(self) -> bool:
@@ -510,8 +511,8 @@ def _notes(target: str, encoder: Encoder, n: int, skipped: list[int], dropped: l
     only_inside = {i: w for i, w in inside.items() if not hits[i]}
     if only_inside:
         words = sorted({w.lower() for found in only_inside.values() for w in found})
-        notes.append(f"{', '.join(words)} contain “{target}” only inside a longer word: whole words only, "
-                     "so they are not matched.")
+        notes.append(f"Not matched (whole words only): {', '.join(words)}, in sentence(s) "
+                     f"{_numbers(sorted(only_inside))}.")
     if truncated:
         notes.append(f"Sentence(s) {_numbers(truncated)} are longer than {encoder.title} reads "
                      f"({encoder.max_length or 'its maximum'} word pieces): cut there.")

@@ -197,7 +197,7 @@ def curves_figure(results: list[dict[str, Any]], word: str) -> go.Figure:
     """Separation by layer, one line per model; a one-layer (static) model is drawn flat."""
     fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in CURVES], horizontal_spacing=0.07)
     xmax = max([r["analysis"].n_layers - 1 for r in results if r["available"]] + [1])
-    missing = []
+    missing, unlabelled = [], set()
     for r in results:
         if not r["available"]:
             missing.append(f"{r['kind']}: {_short(r['reason'])}")
@@ -206,6 +206,7 @@ def curves_figure(results: list[dict[str, Any]], word: str) -> go.Figure:
         for c, (key, _) in enumerate(CURVES):
             ys = a.curves[key]
             if all(y is None for y in ys):
+                unlabelled.add(c)
                 continue
             xs = list(range(a.n_layers))
             if a.n_layers == 1:
@@ -216,6 +217,9 @@ def curves_figure(results: list[dict[str, Any]], word: str) -> go.Figure:
                 line=dict(color=MODEL_COLOURS.get(a.kind, "#0f172a"), width=3, dash="dot" if a.n_layers == 1 else None),
                 hovertemplate=f"{a.model}<br>layer %{{x}}: %{{y:.3f}}<extra></extra>",
             ), row=1, col=c + 1)
+    for c in sorted(unlabelled):
+        fig.add_annotation(text="needs sentences with known senses<br>(pick a preset)", showarrow=False,
+                           xref=f"x{c + 1} domain", yref=f"y{c + 1} domain", x=0.5, y=0.5, font=dict(size=13))
     fig.update_xaxes(title="layer", dtick=1)
     fig.update_yaxes(range=[0.4, 1.02], row=1, col=1)
     sub = "; ".join(missing) if missing else "the first two need the preset's labels; the silhouette needs none"
