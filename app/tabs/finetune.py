@@ -275,7 +275,9 @@ def _train_ui(task: str, model: str, mode: str, freeze: int, steps: int, lr: flo
         if final or now - last >= UI_EVERY_S:
             last = now
             loss_fig, acc_fig = figures(snap, earlier)
-            yield progress_html(snap), loss_fig, acc_fig, gr.skip(), gr.skip()
+            text = gr.skip() if snap["step"] > 1 else (
+                f"Training **{snap['mode']}** · {snap['task_title']} · {snap['model'] or snap['message']}")
+            yield progress_html(snap), loss_fig, acc_fig, text, gr.skip()
     if snap is None:
         return
     if snap["status"] == "diverged":
@@ -289,10 +291,10 @@ def _cancel(token: str) -> str:
     return ""
 
 
-def _export() -> str:
+def _export():
     try:
         target = paths.outputs_dir() / f"finetune_runs_{time.strftime('%Y%m%d-%H%M%S')}.csv"
-        return str(default_store().export_csv(target))
+        return gr.update(value=str(default_store().export_csv(target)), visible=True)
     except (RunStoreError, OSError) as exc:
         raise UserInputError(str(exc)) from None
 
@@ -307,16 +309,16 @@ def build() -> None:
             task = gr.Dropdown(choices=[(get_task_title(n), n) for n in TASK_NAMES], value=first.name,
                                label=tr("task"))
             model = gr.Dropdown(choices=list(first.models), value=first.default_model, label=tr("model"))
-            mode = gr.Radio(list(MODES), value="finetune", label=tr("mode"))
+            mode = gr.Radio(list(MODES), value="finetune", label=tr("mode"), elem_id="ft-mode")
             freeze = gr.Slider(0, FAMILY_DEPTH[first.default_model], step=1, value=0, label=tr("freeze"),
                                info=tr("freeze_info"))
             with gr.Row():
-                steps = gr.Number(budget.steps, precision=0, label=tr("steps"), minimum=1)
-                lr = gr.Number(budget.lr, label=tr("lr"))
-                seed = gr.Number(0, precision=0, label=tr("seed"), minimum=0)
+                steps = gr.Number(budget.steps, precision=0, label=tr("steps"), minimum=1, min_width=70)
+                lr = gr.Number(budget.lr, label=tr("lr"), min_width=90)
+                seed = gr.Number(0, precision=0, label=tr("seed"), minimum=0, min_width=60)
             with gr.Row():
-                run_btn = gr.Button(tr("run"), variant="primary", elem_id="ft-run")
-                cancel_btn = gr.Button(tr("cancel"), variant="stop", elem_id="ft-cancel")
+                run_btn = gr.Button(tr("run"), variant="primary", elem_id="ft-run", min_width=90)
+                cancel_btn = gr.Button(tr("cancel"), variant="stop", elem_id="ft-cancel", min_width=90)
             overlay = gr.Checkbox(True, label=tr("overlay"))
         with gr.Column(scale=3):
             status = gr.HTML(progress_html(None, ""), elem_id="ft-status")
@@ -333,7 +335,7 @@ def build() -> None:
         with gr.Row():
             refresh = gr.Button(tr("refresh"), size="sm")
             export = gr.Button(tr("export"), size="sm")
-        csv_file = gr.File(label="CSV", visible=True, height=60)
+        csv_file = gr.File(label="CSV", visible=False, height=60)
 
     task.change(_task_changed, task, [model, steps, lr, freeze], api_visibility="private")
     model.input(_model_changed, [task, model], [steps, lr, freeze], api_visibility="private")

@@ -86,11 +86,12 @@ def build_body(task: Task, config: RunConfig, loaded: Any) -> Body:
 
 def describe_model(config: RunConfig, loaded: Any) -> tuple[str, str]:
     """(model, source) as the result names them: honest about random initialisation."""
+    where = loaded.located.source.describe()
     if config.mode == "scratch":
         return (f"{loaded.spec.title} architecture, random init",
                 f"random weights (seed {config.seed}); architecture{' and vocabulary' if config.family != 'cnn' else ''} "
-                f"of {loaded.label()}")
-    return loaded.spec.title, loaded.label()
+                f"from {where}")
+    return loaded.spec.title, where
 
 
 def free_memory(device: torch.device) -> None:
