@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -210,6 +211,18 @@ def parse_sentences(text: str) -> list[str]:
     if len(lines) > MAX_SENTENCES:
         raise UserInputError(f"at most {MAX_SENTENCES} sentences at a time (got {len(lines)}): remove some lines")
     return lines
+
+
+_SENSE_TAG = re.compile(r"^(.*\S)\s*\[([^\[\]]{1,30})\]\s*$")
+
+
+def split_sense(line: str) -> tuple[str, str | None]:
+    """A line with an optional sense label at its end: "We sat on the bank [river]" ->
+    ("We sat on the bank", "river"). Lines without one give (line, None)."""
+    found = _SENSE_TAG.match(line)
+    if not found or not found.group(2).strip():
+        return line, None
+    return found.group(1), found.group(2).strip().lower()
 
 
 def parse_word(word: str) -> str:
@@ -443,10 +456,12 @@ def analyse(sentences_text: str, word: str, model: str = "") -> Analysis:
     """Find every whole-word occurrence of `word` in the sentences (one per line), read its
     vector at every layer of `model`, and measure how the occurrences split.
 
-    Sentences without the word are listed in `skipped`; a sentence cut at the model's
+    A line may end with its sense in brackets ("... the bank [river]"); preset sentences
+    carry theirs. Sentences without the word are listed in `skipped`; a sentence cut at the model's
     maximum length is listed in `truncated`. Raises UserInputError when no sentence has
     the word, naming the word (and the longer words that merely contain it)."""
-    sentences = parse_sentences(sentences_text)
+    sentences, tags = zip(*(split_sense(line) for line in parse_sentences(sentences_text)), strict=True)
+    sentences = list(sentences)
     target = parse_word(word)
     tokenised = [tokenize(s, lower=False) for s in sentences]
     hits = [find_word(words, target) for words in tokenised]
@@ -466,7 +481,7 @@ def analyse(sentences_text: str, word: str, model: str = "") -> Analysis:
     for i, arr in zip(used, layers, strict=True):
         if arr.shape[1] < len(tokenised[i]):
             truncated.append(i)
-        sense = known_sense(sentences[i], target)
+        sense = tags[i] or known_sense(sentences[i], target)
         kept = [p for p in hits[i] if p < arr.shape[1]]
         if not kept:
             dropped.append(i)

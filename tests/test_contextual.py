@@ -268,6 +268,17 @@ def test_static_model_is_flat_at_zero_and_unknown_word_is_said(fake_registry):
     assert ctx.analyse("The bank's roof.\nA bank.", "bank", "static").n_layers == 1  # possessive read as bank
 
 
+def test_own_sense_labels_in_brackets(fake_registry):
+    assert ctx.split_sense("We sat on the bank [River] ") == ("We sat on the bank", "river")
+    assert ctx.split_sense("[river]") == ("[river]", None)
+    assert ctx.split_sense("A bank [] x") == ("A bank [] x", None)
+    a = ctx.analyse("We sat on the bank [river]\nThe bank lent money [money]\nA bank [river]\nNo tag bank.",
+                    "bank", "bert")
+    assert a.labels == ["river", "money", "river", None]
+    assert a.occurrences[0]["text"] == "We sat on the bank"
+    assert a.curves["split_accuracy"][1] is not None
+
+
 def test_occurrences_are_capped(fake_registry):
     a = ctx.analyse("\n".join(["bank " * 45] * 6), "bank", "bert")
     assert len(a.occurrences) == ctx.MAX_OCCURRENCES and a.similarity.shape[1:] == (200, 200)

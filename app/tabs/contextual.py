@@ -27,7 +27,7 @@ STRINGS = {
                  "bank alike. A **contextual** model reads the sentence and gives every *use* its own vector, "
                  "at every layer. Move the layer slider and watch the uses part by meaning.",
         "how": "Each dot is one occurrence (hover for its sentence). **Colour**: an automatic two-way split "
-               "(2-means, no labels used). **Shape**: the true sense, for presets. Layer 0 is the input "
+               "(2-means, no labels used). **Shape**: the true sense (presets, or your [sense] tags). Layer 0 is the input "
                "embedding; in BERT it also carries the word's *position*, so a split there follows where the "
                "word stands, not what it means.",
         "preset": "Sentence set",
@@ -35,7 +35,7 @@ STRINGS = {
         "word": "Word to follow",
         "model": "Model",
         "run": "Show",
-        "sentences": "Sentences (one per line; whole-word matches only)",
+        "sentences": "Sentences, one per line (whole words only; end a line with [sense] to label it)",
         "layer": "Layer (0 = input embeddings)",
         "method": "Map",
         "mix_title": "ELMo's scalar mix: feature-based vs fine-tuning",
@@ -54,14 +54,14 @@ STRINGS = {
         "intro": "**一词一向量不够：** GloVe 给 *bank* 只有一个点，河岸和银行都一样。**上下文**模型读完整个句子，"
                  "给词的每一次*使用*各自的向量，每一层都有。拖动层滑块，看同一个词的用法按意思分开。",
         "how": "每个点是一次出现（鼠标悬停可看句子）。**颜色**：自动二分（2-means，不使用标签）。"
-               "**形状**：真实词义（仅预设句子）。第 0 层是输入嵌入；在 BERT 中它还带着词的*位置*，"
+               "**形状**：真实词义（预设句子，或你加的 [词义] 标注）。第 0 层是输入嵌入；在 BERT 中它还带着词的*位置*，"
                "所以那里的划分跟随词所在的位置，而不是词义。",
         "preset": "句子集",
         "free": "我自己的句子",
         "word": "要追踪的词",
         "model": "模型",
         "run": "显示",
-        "sentences": "句子（每行一句；只匹配整词）",
+        "sentences": "句子，每行一句（只匹配整词；行尾加 [词义] 可标注）",
         "layer": "层（0 = 输入嵌入）",
         "method": "降维",
         "mix_title": "ELMo 的标量混合：基于特征 vs 微调",
