@@ -36,8 +36,13 @@ def get_model(model_id: str = "") -> LoadedModel:
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """(title, id) of every registered CNN, the default first; nothing is loaded."""
-    return [(spec.title, spec.id) for spec in REGISTRY.specs(ROLE)]
+    """(title, id) of every registered CNN, the default first; nothing is loaded. Titles of
+    models with no reachable source say so (judged cheaply: files exist, hub reachable)."""
+    out = []
+    for spec in REGISTRY.specs(ROLE):
+        found = REGISTRY.would_load(ROLE, spec.id)
+        out.append((spec.title if found else f"{spec.title} (not available here)", spec.id))
+    return out
 
 
 def default_model_id() -> str:
@@ -348,15 +353,52 @@ def overlay(shown: Image.Image, heat: np.ndarray, alpha: float = 0.8) -> np.ndar
 
 
 # ------------------------------------------------------------------ transfer
+def _gram_similarity(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Cosine similarity of the channel co-activation (Gram) matrices of two (C, H, W) maps."""
+    va, vb = a.flatten(1), b.flatten(1)  # (C, HW)
+    ga, gb = va @ va.T / va.shape[1], vb @ vb.T / vb.shape[1]  # (C, C)
+    return float(torch.nn.functional.cosine_similarity(ga.flatten(), gb.flatten(), dim=0))
+
+
+@lru_cache(maxsize=4)
+def typical_similarity(model_id: str = "") -> tuple[dict, ...]:
+    """The same Gram similarity averaged over every pair of packaged example images
+    (15 images, 105 pairs): what "unrelated photos" look like to each stage.
+    Returns ({name, mean, low, high} per stage after the input), low/high = 10th/90th percentile."""
+    from engine.images import example, example_names
+
+    loaded = get_model(model_id)
+    per_image = [stages_of(prepare(example(n), loaded), loaded)[1:] for n in example_names()]
+    rows = []
+    for s_i, stage in enumerate(per_image[0]):
+        if stage.name == "logits":
+            vecs = torch.stack([st[s_i].act.view(-1).softmax(0) for st in per_image])  # (N, 1000)
+        else:
+            grams = []
+            for st in per_image:
+                v = st[s_i].act.flatten(1)
+                grams.append((v @ v.T / v.shape[1]).flatten())
+            vecs = torch.stack(grams)  # (N, C*C)
+        vecs = torch.nn.functional.normalize(vecs, dim=1)
+        sims = vecs @ vecs.T  # (N, N)
+        iu = torch.triu_indices(len(per_image), len(per_image), offset=1)
+        pairs = sims[iu[0], iu[1]]
+        rows.append({"name": stage.name, "mean": float(pairs.mean()), "low": float(pairs.quantile(0.1)),
+                     "high": float(pairs.quantile(0.9))})
+    return tuple(rows)
+
+
 def stage_similarity(image_a: Any, image_b: Any, model_id: str = "") -> dict:
     """How alike two images are at each stage (the transfer picture).
 
     Per stage: `pooled`, the cosine similarity of the channel-mean vectors (what features
     are present, wherever they are), and `gram`, the cosine similarity of the channel
-    co-activation (Gram) matrices (textures/styles). Lower stages respond to edges and
-    colours that most photos share; higher stages to object parts that differ.
+    co-activation (Gram) matrices (textures/styles); at the logits, the cosine of the two
+    class-probability vectors. Lower stages respond to edges and colours that most photos
+    share; higher stages to object parts that differ.
     Returns {model, stages: [{name, channels, pooled in [-1, 1], gram in [-1, 1]}],
-    top_a, top_b (top-3 predictions)}.
+    typical (`typical_similarity`: the same over all pairs of packaged photos), top_a,
+    top_b (top-3 predictions)}.
     """
     loaded = get_model(model_id)
     sa = stages_of(prepare(image_a, loaded), loaded)
@@ -364,14 +406,14 @@ def stage_similarity(image_a: Any, image_b: Any, model_id: str = "") -> dict:
     rows = []
     for a, b in zip(sa[1:], sb[1:], strict=True):  # skip the raw input
         va, vb = a.act.flatten(1), b.act.flatten(1)  # (C, HW)
-        pooled = torch.nn.functional.cosine_similarity(va.mean(1), vb.mean(1), dim=0)
-        if a.name == "logits":
-            gram = pooled
+        pooled = float(torch.nn.functional.cosine_similarity(va.mean(1), vb.mean(1), dim=0))
+        if a.name == "logits":  # compare the class probabilities
+            gram = float(torch.nn.functional.cosine_similarity(va.view(-1).softmax(0), vb.view(-1).softmax(0), dim=0))
         else:
-            ga, gb = va @ va.T / va.shape[1], vb @ vb.T / vb.shape[1]  # (C, C)
-            gram = torch.nn.functional.cosine_similarity(ga.flatten(), gb.flatten(), dim=0)
-        rows.append({"name": a.name, "channels": int(a.act.shape[0]), "pooled": float(pooled), "gram": float(gram)})
+            gram = _gram_similarity(a.act, b.act)
+        rows.append({"name": a.name, "channels": int(a.act.shape[0]), "pooled": pooled, "gram": gram})
     return {"model": loaded.label(), "model_id": loaded.spec.id, "stages": rows,
+            "typical": list(typical_similarity(loaded.spec.id)),
             "top_a": top_k(sa[-1].act.view(-1), 3), "top_b": top_k(sb[-1].act.view(-1), 3)}
 
 

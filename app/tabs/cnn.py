@@ -81,6 +81,8 @@ STRINGS = {
         "compare": "Compare stage by stage",
         "frozen": "alike: generic, reuse frozen",
         "finetune": "different: task-specific, fine-tune",
+        "typical": "any two packaged photos (mean, 10-90%)",
+        "pair": "these two photos",
         "story_title": "In our own words: pretraining, reuse, frozen vs fine-tuned",
         "story": "**Pretraining.** Training a big network from scratch needs millions of labelled photos; "
                  "ImageNet has them, so a network is trained there once. **Reuse.** Its first layers compute "
@@ -141,6 +143,8 @@ STRINGS = {
         "compare": "逐阶段比较",
         "frozen": "相似：通用，冻结复用",
         "finetune": "不同：任务相关，需要微调",
+        "typical": "任意两张内置照片（均值，10-90%）",
+        "pair": "这两张照片",
         "story_title": "用我们自己的话说：预训练、复用、冻结与微调",
         "story": "**预训练。** 从零训练一个大网络需要数百万张带标签的照片；ImageNet 正好有，于是先在那里训练一次。"
                  "**复用。** 前几层计算的是每张照片都有的东西（边缘、色块、简单纹理），所以同样适用于 X 光片、卫星图像"
@@ -204,18 +208,26 @@ def pyramid_figure(view: dict, height: int = 300) -> go.Figure:
 
 def transfer_figure(result: dict, labels: dict[str, str], height: int = 380) -> go.Figure:
     """Gram-matrix similarity per stage for two images, with the frozen / fine-tune reading."""
-    rows = result["stages"]
+    rows, typical = result["stages"], result["typical"]
     names = [r["name"] for r in rows]
-    fig = go.Figure(go.Scatter(x=names, y=[r["gram"] for r in rows], mode="lines+markers+text",
-                               line=dict(color=ACCENT, width=3), marker=dict(size=10),
-                               text=[f"{r['gram']:.2f}" for r in rows], textposition="top center"))
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=names + names[::-1], y=[t["high"] for t in typical] + [t["low"] for t in typical][::-1],
+                             fill="toself", fillcolor="rgba(100,116,139,0.18)", line=dict(width=0), hoverinfo="skip",
+                             showlegend=False))
+    fig.add_trace(go.Scatter(x=names, y=[t["mean"] for t in typical], mode="lines", name=labels["typical"],
+                             line=dict(color="#64748b", width=2, dash="dash")))
+    fig.add_trace(go.Scatter(x=names, y=[r["gram"] for r in rows], mode="lines+markers+text", name=labels["pair"],
+                             line=dict(color=ACCENT, width=3), marker=dict(size=10),
+                             text=[f"{r['gram']:.2f}" for r in rows], textposition="top center"))
     fig.add_hrect(y0=0.5, y1=1.05, fillcolor="#d1fae5", opacity=0.45, line_width=0,
                   annotation_text=labels["frozen"], annotation_position="top right")
     fig.add_hrect(y0=-0.05, y1=0.5, fillcolor="#fee2e2", opacity=0.45, line_width=0,
                   annotation_text=labels["finetune"], annotation_position="bottom left")
     fig.update_yaxes(range=[-0.05, 1.08], title="similarity of channel statistics (cosine of Gram matrices)")
     a, b = result["top_a"][0]["label"].split(",")[0], result["top_b"][0]["label"].split(",")[0]
-    return _layout(fig, f"“{a}” vs “{b}”, stage by stage · {result['model']}", height)
+    fig = _layout(fig, f"“{a}” vs “{b}”, stage by stage · {result['model']}", height)
+    fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.15))
+    return fig
 
 
 # ---------------------------------------------------------------- callbacks (thin)
@@ -313,10 +325,12 @@ def _transfer(image: str | None, image_b: str | None, model: str):
     if not image or not image_b:
         raise gr.Error("Pick two images: one at the top, one here.")
     r = cnn.stage_similarity(image, image_b, model)
-    labels = {k: STRINGS["en"][k] for k in ("frozen", "finetune")}  # figure text is not translated
+    labels = {k: STRINGS["en"][k] for k in ("frozen", "finetune", "typical", "pair")}  # figures stay in English
     low, high = r["stages"][0], r["stages"][-2]
-    text = (f"At the **{low['name']}** the two photos look {low['gram']:.0%} alike to the network; at the "
-            f"**{high['name']}** {high['gram']:.0%}. {r['model']}")
+    t_low, t_high = r["typical"][0], r["typical"][-2]
+    text = (f"At the **{low['name']}** these two photos are {low['gram']:.0%} alike to the network "
+            f"(any two packaged photos: {t_low['mean']:.0%} on average); at the **{high['name']}** "
+            f"{high['gram']:.0%} ({t_high['mean']:.0%}). {r['model']}")
     return transfer_figure(r, labels), text
 
 
