@@ -323,13 +323,11 @@ def rank_expression(table: VectorTable, expr: Expression, k: int, limit: int | N
     negative = resolve(table, expr.negative)
     query = query_vector(table, positive, negative)
     exclude = {table.index[w] for w in positive + negative}
-    hits = top_k(table, query, k, exclude, limit)
+    ranked = top_k(table, query, k + len(exclude), set(), limit)  # one product serves both lists
+    hits = [(i, s) for i, s in ranked if i not in exclude][:k]
     n = _limit(table, limit)
-    ranked = top_k(table, query, k + len(exclude), set(), limit)
-    left_out = []
-    for place, (i, s) in enumerate(ranked, start=1):
-        if i in exclude and place <= k:
-            left_out.append({"word": table.words[i], "score": round(s, 4), "would_be": place})
+    left_out = [{"word": table.words[i], "score": round(s, 4), "would_be": place}
+                for place, (i, s) in enumerate(ranked, start=1) if i in exclude and place <= k]
     return {
         **table.header(),
         "positive": positive,
