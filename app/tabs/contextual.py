@@ -251,7 +251,9 @@ def mix_figure(a: ctx.Analysis, view: dict[str, Any]) -> go.Figure:
     extra = f" · split matches senses {acc:.0%}" if acc is not None else ""
     title = (f"Scalar mix of {a.model}: γ = {view['gamma']:.2f}, mean norm {view['norm']:.1f}<br>"
              f"<sup>silhouette {view['silhouette']:.2f}{extra}</sup>")
-    return _layout(fig, title, 380)
+    fig = _layout(fig, title, 400)
+    fig.update_layout(margin=dict(l=40, r=20, t=95, b=40))
+    return fig
 
 
 def _status(a: ctx.Analysis, map_note: str = "") -> str:
@@ -264,7 +266,7 @@ def _status(a: ctx.Analysis, map_note: str = "") -> str:
         perfect = [k for k, v in enumerate(a.curves["split_accuracy"]) if v == 1.0]
         parts.append(f"Clearest split at **{a.layer_names[best]}**"
                      + (f": the 2-means split matches the true senses {acc:.0%}" if acc is not None else "")
-                     + (f"; perfect at layers {', '.join(map(str, perfect))}" if perfect else "") + ".")
+                     + (f"; perfect at {', '.join(a.layer_names[k] for k in perfect)}" if perfect else "") + ".")
     parts += a.notes + ([map_note] if map_note else [])
     return "\n\n".join(parts)
 
