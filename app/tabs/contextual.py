@@ -256,6 +256,14 @@ def mix_figure(a: ctx.Analysis, view: dict[str, Any]) -> go.Figure:
     return fig
 
 
+def _layer_list(a: ctx.Analysis, layers: list[int]) -> str:
+    """ "layers 2, 3, 4" when the names are plain layer numbers, else the names."""
+    names = [a.layer_names[k] for k in layers]
+    if all(n.startswith("layer ") for n in names):
+        return "layer" + ("s " if len(names) > 1 else " ") + ", ".join(n.removeprefix("layer ") for n in names)
+    return ", ".join(names)
+
+
 def _status(a: ctx.Analysis, map_note: str = "") -> str:
     n_sent = len({o["sentence"] for o in a.occurrences})
     best = a.best_layer
@@ -266,7 +274,7 @@ def _status(a: ctx.Analysis, map_note: str = "") -> str:
         perfect = [k for k, v in enumerate(a.curves["split_accuracy"]) if v == 1.0]
         parts.append(f"Clearest split at **{a.layer_names[best]}**"
                      + (f": the 2-means split matches the true senses {acc:.0%}" if acc is not None else "")
-                     + (f"; perfect at {', '.join(a.layer_names[k] for k in perfect)}" if perfect else "") + ".")
+                     + (f"; perfect at {_layer_list(a, perfect)}" if perfect else "") + ".")
     parts += a.notes + ([map_note] if map_note else [])
     return "\n\n".join(parts)
 
