@@ -95,6 +95,8 @@ class Encoder:
         names = list(getattr(self.obj, "layer_names", ()) or ())
         if len(names) == n_layers:
             return names
+        if self.kind == "elmo":  # the character-CNN token layer, then the biLSTM layers
+            return ["token layer"] + [f"biLSTM {i}" for i in range(1, n_layers)]
         return ["input embeddings"] + [f"layer {i}" for i in range(1, n_layers)]
 
     @property
