@@ -287,7 +287,7 @@ def test_occurrences_are_capped(fake_registry):
 
 def test_elmo_dispatch_three_layers_and_mix(fake_registry):
     a = ctx.analyse(BANK, "bank", "elmo")
-    assert a.kind == "elmo" and a.n_layers == 3
+    assert a.kind == "elmo" and a.n_layers == 3 and a.layer_names == ["token layer", "biLSTM 1", "biLSTM 2"]
     view = ctx.mix_view(a, [0.0, 1.0, -1.0], 2.0)
     assert view["vectors"].shape == (16, 8) and view["weights"].sum() == pytest.approx(1.0)
     assert view["points"].shape == (16, 2) and -1 <= view["silhouette"] <= 1
