@@ -232,7 +232,8 @@ def _copy_js(entries: list[tuple[str, str]]) -> str:
     """JS for the copy-link button: reads the visible tab and its inputs' current values
     (passed in the order of `entries`), builds the URL, copies it and shows it."""
     return "(...values) => {\n  const entries = " + json.dumps(entries) + """;
-  const tabs = [...document.querySelectorAll('#ptx-tabs [id^="tab-"]')];
+  // Tab panels carry id "tab-<key>" (app/main.py); their buttons "tab-<key>-button".
+  const tabs = [...document.querySelectorAll('#ptx-tabs [id^="tab-"]')].filter((t) => !t.id.endsWith('-button'));
   const shown = tabs.find((t) => t.offsetParent !== null);
   const key = shown ? shown.id.slice(4) : '';
   const q = new URLSearchParams();

@@ -24,6 +24,13 @@ STRINGS = {
 }
 
 
+def _tab_label(module) -> str | object:
+    """The tab's title, in the page's language when its STRINGS has a "title" (else TITLE)."""
+    if "title" in getattr(module, "STRINGS", {}).get("en", {}):
+        return translator(module.KEY)("title")
+    return module.TITLE
+
+
 def build_app() -> gr.Blocks:
     """Build (not launch) the app. No model loads here: each loads on first use."""
     with gr.Blocks(title=TITLE) as demo:
@@ -34,7 +41,7 @@ def build_app() -> gr.Blocks:
                 header.controls()
         with gr.Tabs(elem_id="ptx-tabs") as tabs:
             for module in stations():
-                with gr.Tab(module.TITLE, id=module.KEY, elem_id=f"tab-{module.KEY}"):
+                with gr.Tab(_tab_label(module), id=module.KEY, elem_id=f"tab-{module.KEY}"):
                     module.build()
         # The URL (?tab=...&...) selects a tab and fills its declared inputs (app/deeplinks.py).
         deeplinks.wire(demo, tabs, {module.KEY for module in stations()})

@@ -93,7 +93,7 @@ def _map_figure(focus: str, tl: Timeline) -> go.Figure:
     lit = ({focus} | tl.ancestors(focus)) if focus else ids
     fig = go.Figure()
     # Lane bands and names.
-    for lane, (y0, y1) in (("nlp", (0.5, 2.45)), ("vision", (-2.45, -0.5))):
+    for lane, (y0, y1) in (("nlp", (0.5, 2.45)), ("vision", (-2.62, -0.5))):
         fig.add_shape(type="rect", x0=X_RANGE[0], x1=X_RANGE[1], y0=y0, y1=y1, fillcolor=LANE_BAND[lane],
                       line={"width": 0}, layer="below")
         names = tl.lanes[lane]
@@ -123,7 +123,7 @@ def _map_figure(focus: str, tl: Timeline) -> go.Figure:
             name=f"{tl.lanes[lane]['en']} · {tl.lanes[lane]['zh']}", showlegend=False,
             text=[f"<b>{_short(n.name['en'])}</b><br>{n.year_label}" for n in nodes],
             textposition=[_label_position(n) for n in nodes],
-            textfont={"size": [19 if n.id == focus else 16 for n in nodes], "color": "#0f172a"},
+            textfont={"size": [18 if n.id == focus else 16 for n in nodes], "color": "#0f172a"},
             marker={"size": [34 if n.id == focus else 22 for n in nodes], "color": LANE_COLOUR[lane],
                     "opacity": [1.0 if n.id in lit else 0.3 for n in nodes],
                     "line": {"width": [5 if n.id == focus else 2 for n in nodes],
@@ -148,7 +148,7 @@ def _map_figure(focus: str, tl: Timeline) -> go.Figure:
         xaxis={"range": list(X_RANGE), "tickvals": [year_to_x(y) for y in ticks],
                "ticktext": ["earlier", *map(str, ticks[1:])], "showgrid": True, "gridcolor": "#e2e8f0",
                "zeroline": False, "fixedrange": True, "tickfont": {"size": 14}, "tickangle": 0},
-        yaxis={"range": [-2.65, 2.5], "visible": False, "fixedrange": True},
+        yaxis={"range": [-2.85, 2.5], "visible": False, "fixedrange": True},
         legend={"orientation": "h", "x": 0.5, "xanchor": "center", "y": -0.06, "yanchor": "top",
                 "font": {"size": 13}, "bgcolor": "rgba(255,255,255,0)"},
         hoverlabel={"font": {"size": 14, "family": FONT}, "align": "left", "bgcolor": "white"},
@@ -176,6 +176,7 @@ def _strings() -> dict[str, dict[str, str]]:
     """UI text, with one card and one button label per milestone built from the timeline."""
     out = {
         "en": {
+            "title": TITLE,
             "lead": "Pretraining grew along two lines, **language** (top) and **vision** (bottom), that meet in the "
                     "**Transformer**. Hover a dot for what it solved; pick a milestone (or step with ◀ ▶) to trace "
                     "what led to it, then open its station.",
@@ -186,6 +187,7 @@ def _strings() -> dict[str, dict[str, str]]:
                           "crowded years after 2012.\n\n**The stations:**",
         },
         "zh": {
+            "title": "总览",
             "lead": "预训练沿两条路线发展：上方是**语言**，下方是**视觉**，两者在 **Transformer** 交汇。鼠标停在圆点上可看它解决了"
                     "什么；选择一个里程碑（或用 ◀ ▶ 逐个前进），看它从何而来，再打开对应的演示站。",
             "focus": "里程碑", "whole": "整张地图", "prev": "◀ 更早", "next": "更晚 ▶",

@@ -1,0 +1,133 @@
+"""Deep links: query values are checked against their components; a URL opens its tab."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+from app import deeplinks
+from app.deeplinks import TabLinks, parse_value, resolve
+
+KNOWN = {"overview", "word_vectors", "vit_mae", "models"}
+
+
+def test_parse_value_checks_each_kind_of_input():
+    slider = gr.Slider(0, 0.95, value=0.75, step=0.05, render=False)
+    assert parse_value(slider, "0.5") == 0.5
+    assert parse_value(slider, "7") == 0.95            # clamped to the slider's range
+    with pytest.raises(ValueError):
+        parse_value(slider, "lots")
+    with pytest.raises(ValueError):
+        parse_value(slider, "nan")
+    seed = gr.Slider(0, 100, value=0, step=1, render=False)
+    assert parse_value(seed, "3.7") == 4 and isinstance(parse_value(seed, "3"), int)
+    assert parse_value(gr.Checkbox(render=False), "yes") is True
+    assert parse_value(gr.Checkbox(render=False), "0") is False
+    with pytest.raises(ValueError):
+        parse_value(gr.Checkbox(render=False), "maybe")
+    method = gr.Dropdown([("PCA", "pca"), ("UMAP", "umap")], value="pca", render=False)
+    assert parse_value(method, "UMAP") == "umap"
+    with pytest.raises(ValueError):
+        parse_value(method, "tsne")
+    text = gr.Textbox(render=False)
+    assert parse_value(text, "国王 - 男人 + 女人 🙂") == "国王 - 男人 + 女人 🙂"
+    with pytest.raises(ValueError):
+        parse_value(text, "x" * (deeplinks.MAX_TEXT + 1))
+
+
+def _links() -> dict[str, TabLinks]:
+    ratio = gr.Slider(0, 0.95, value=0.75, render=False)
+    seed = gr.Number(value=0, precision=0, render=False)
+    run = gr.Button(render=False, elem_id="run-mae")
+    return {"vit_mae": TabLinks("vit_mae", {"mask_ratio": (ratio, None), "seed": (seed, None)}, run)}
+
+
+def test_resolve_picks_the_tab_fills_inputs_and_presses_run():
+    links = _links()
+    ratio, seed = (c for c, _ in links["vit_mae"].inputs.values())
+    res = resolve({"tab": "mae", "mask_ratio": "0.9", "seed": "7"}, links, KNOWN)
+    assert res.tab == "vit_mae"                      # alias
+    assert res.values == {ratio: 0.9, seed: 7}
+    assert res.run_id == "run-mae" and not res.skipped
+    assert resolve({"tab": "vit_mae", "run": "0"}, links, KNOWN).run_id == ""
+
+
+def test_resolve_skips_what_does_not_fit_and_keeps_the_rest():
+    links = _links()
+    res = resolve({"tab": "vit_mae", "mask_ratio": "abc", "seed": "2", "colour": "red"}, links, KNOWN)
+    assert res.tab == "vit_mae" and len(res.values) == 1
+    assert any("mask_ratio" in s for s in res.skipped) and any("colour" in s for s in res.skipped)
+    nowhere = resolve({"tab": "no-such-tab", "seed": "2"}, links, KNOWN)
+    assert nowhere.tab is None and not nowhere.values and "no such tab" in nowhere.skipped[0]
+    assert resolve({}, links, KNOWN).tab is None
+    # A tab without declared inputs still opens; its parameters are reported as skipped.
+    assert resolve({"tab": "models", "x": "1"}, links, KNOWN).tab == "models"
+
+
+def test_register_is_per_app_and_gives_the_run_button_an_id():
+    with gr.Blocks():
+        box = gr.Textbox()
+        run = gr.Button()
+        deeplinks.register("word_vectors", {"word": box}, run=run)
+        assert deeplinks._registry().tabs["word_vectors"].inputs["word"][0] is box
+        with pytest.raises(ValueError):
+            deeplinks.register("word_vectors", {"tab": box})
+    assert run.elem_id == "ptx-run-word_vectors"
+    with gr.Blocks():
+        assert "word_vectors" not in deeplinks._registry().tabs
+
+
+def test_url_for_encodes_the_inputs():
+    assert deeplinks.url_for("word_vectors", {"expression": "king - man + woman"}) == \
+        "?tab=word_vectors&expression=king+-+man+%2B+woman"
+
+
+# --- in a real browser -------------------------------------------------------------------
+
+def _open(browser, url: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(url, wait_until="load")
+    page.wait_for_selector("#ptx-tabs", timeout=30_000)
+    return page
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_models_link_opens_the_models_tab(app_url, browser):
+    page = _open(browser, app_url + "?tab=models")
+    page.wait_for_selector("#tab-models", state="visible", timeout=30_000)
+    assert not page.locator("#tab-overview").is_visible()
+    assert page.get_by_role("tab", name="Models", exact=True).get_attribute("aria-selected") == "true"
+    page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_overview_link_restores_the_milestone_and_copy_link_reproduces_it(app_url, browser):
+    page = _open(browser, app_url + "?tab=overview&focus=mae")
+    page.wait_for_selector("#ptx-card-mae", state="visible", timeout=30_000)
+    page.click("#ptx-overview-next")  # the last milestone stays the last
+    page.click("#ptx-overview-prev")
+    page.wait_for_selector("#ptx-card-beit", state="visible", timeout=30_000)
+    page.click("#ptx-copy-link")
+    box = page.locator("#ptx-link-box textarea, #ptx-link-box input").first
+    page.wait_for_function("(el) => el.value.includes('focus=')", arg=box.element_handle(), timeout=10_000)
+    link = box.input_value()
+    assert "tab=overview" in link and "focus=beit" in link
+    assert page.evaluate("location.search").startswith("?tab=overview")   # the address bar too
+    page.close()
+    again = _open(browser, link)
+    again.wait_for_selector("#ptx-card-beit", state="visible", timeout=30_000)
+    again.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_overview_button_opens_a_station_without_reloading(app_url, browser):
+    page = _open(browser, app_url)
+    page.wait_for_selector("#tab-overview", state="visible", timeout=30_000)
+    page.evaluate("window.__same_page = true")
+    page.click("#ptx-overview-go-vit_mae")
+    page.wait_for_selector("#tab-vit_mae", state="visible", timeout=30_000)
+    assert page.evaluate("window.__same_page === true")
+    page.close()

@@ -1,0 +1,54 @@
+"""Talk mode and the language switch in a real browser: large type, keyboard, 1280 x 720."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _font_px(page, selector: str) -> float:
+    return page.evaluate(f"parseFloat(getComputedStyle(document.querySelector('{selector}')).fontSize)")
+
+
+def test_talk_mode_toggles_by_button_and_keyboard_and_nothing_overflows(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(app_url + "?tab=overview&talk=0", wait_until="load")
+    page.wait_for_selector("#ptx-talk-toggle", timeout=30_000)
+    page.wait_for_function("typeof window.ptxTalk === 'function'", timeout=30_000)
+    body_px = _font_px(page, "#ptx-header p")
+    assert not page.evaluate("document.body.classList.contains('ptx-talk')")
+
+    page.click("#ptx-talk-toggle")
+    assert page.evaluate("document.body.classList.contains('ptx-talk')")
+    assert page.get_attribute("#ptx-talk-toggle", "aria-pressed") == "true"
+    assert _font_px(page, "#ptx-header p") >= body_px * 1.25
+    # Nothing wider than the projector's 1280 pixels.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+    page.keyboard.press("Alt+t")
+    assert not page.evaluate("document.body.classList.contains('ptx-talk')")
+    # Keyboard only: Tab reaches the button, Enter presses it.
+    page.focus("#ptx-talk-toggle")
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.body.classList.contains('ptx-talk')")
+    # The choice survives a reload (localStorage); ?talk=0 in a link turns it off.
+    page.goto(app_url + "?tab=overview", wait_until="load")
+    page.wait_for_function("document.body.classList.contains('ptx-talk')", timeout=30_000)
+    page.evaluate("window.ptxTalk(false)")
+    page.close()
+
+
+def test_language_switch_changes_the_ui_text(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, locale="en-US")
+    page.goto(app_url + "?tab=overview", wait_until="load")
+    page.wait_for_selector("#ptx-lang-switch", timeout=30_000)
+    page.wait_for_function("typeof window.ptxSetLang === 'function'", timeout=30_000)
+    assert "Pretraining Explorer" in page.inner_text("#ptx-header")
+    page.click("#ptx-lang-switch")
+    page.wait_for_function("document.querySelector('#ptx-header').innerText.includes('预训练探索器')",
+                           timeout=10_000)
+    page.click("#ptx-lang-switch")
+    page.wait_for_function("document.querySelector('#ptx-header').innerText.includes('Pretraining Explorer')",
+                           timeout=10_000)
+    page.close()
