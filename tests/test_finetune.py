@@ -96,10 +96,8 @@ def _trainer(reg: Registry, task: str, mode: str, model: str, freeze: int = -1, 
 
 def _drain(trainer: Trainer) -> dict:
     trainer.prepare()
-    last = {}
-    for last in trainer.run():
-        pass
-    return last
+    events = list(trainer.run())
+    return events[-1]
 
 
 # ------------------------------------------------------------------ splits

@@ -105,7 +105,7 @@ class RunStore:
 
     def __init__(self, path: Path | str | None = None) -> None:
         self._path = Path(path) if path else None
-        self._ready = False
+        self._ready_for: Path | None = None  # the file whose table exists (PTX_DATA_DIR may move)
         self._lock = threading.Lock()
         self._active: set[str] = set()
 
@@ -129,7 +129,7 @@ class RunStore:
             raise RunStoreError(_explain(exc, path)) from None
         return con
 
-    def _execute(self, sql: str, args: tuple = (), many: bool = False) -> list[sqlite3.Row]:
+    def _execute(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
         self._ensure()
         return self._run(sql, args)
 
@@ -146,10 +146,11 @@ class RunStore:
 
     def _ensure(self) -> None:
         """Create the table on first use and mark runs whose process is gone as interrupted."""
-        if self._ready:
+        path = self.path
+        if self._ready_for == path:
             return
         with self._lock:
-            if self._ready:
+            if self._ready_for == path:
                 return
             cols = ", ".join(f"{name} {kind}" for name, kind in COLUMNS.items())
             self._run(f"CREATE TABLE IF NOT EXISTS runs ({cols})")
@@ -158,7 +159,7 @@ class RunStore:
                 if name not in have:
                     self._run(f"ALTER TABLE runs ADD COLUMN {name} {kind.replace('PRIMARY KEY', '')}")
             self._run(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            self._ready = True
+            self._ready_for = path
         self.recover()
 
     # ------------------------------------------------------------------ writing

