@@ -366,6 +366,18 @@ def command_line(config: Word2VecConfig) -> str:
     return " ".join(parts)
 
 
+def trained_manifests() -> list[dict[str, Any]]:
+    """Manifests of the word2vec models under checkpoints/trained/, newest first."""
+    out = []
+    base = paths.trained_dir()
+    for file in base.glob("word2vec-*/manifest.json") if base.is_dir() else []:
+        try:
+            out.append(json.loads(file.read_text()))
+        except (OSError, ValueError):
+            continue
+    return sorted(out, key=lambda m: m.get("created_at", ""), reverse=True)
+
+
 # ---------------------------------------------------------------- runs in the background (the app)
 @dataclass
 class Run:

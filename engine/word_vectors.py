@@ -88,9 +88,17 @@ def forget(model_id: str) -> None:
             del _tables[key]
 
 
+def default_model_id() -> str:
+    """The role's default: the first spec, in preference order, that can load. (Resolved
+    here rather than by `REGISTRY.get(role)`, which returns whichever model of the role
+    happens to be loaded already, e.g. a word2vec trained here.)"""
+    pick = REGISTRY.would_load(ROLE)
+    return pick[0].id if pick else ""
+
+
 def get_table(model: str = "") -> VectorTable:
     """The table for a model id ("" = default). Unknown ids list the choices."""
-    return table_of(REGISTRY.get(ROLE, (model or "").strip()))
+    return table_of(REGISTRY.get(ROLE, (model or "").strip() or default_model_id()))
 
 
 # ---------------------------------------------------------------- expressions

@@ -52,6 +52,7 @@ def test_tiny_run_saves_word2vec_binary_with_manifest_and_registers(checkpoints,
     assert loaded.source_kind == "trained-here"
     out = wv.neighbors("the", 3, "word2vec-tiny-sg")
     assert out["model_id"] == "word2vec-tiny-sg" and len(out["results"]) == 3
+    assert wv.get_table("").model_id == "glove-6b-50d"  # loading a trained model does not change the default
     ids = [m["id"] for m in wv.available_models()]
     assert "word2vec-tiny-sg" in ids and ids[0] == "glove-6b-50d"
 

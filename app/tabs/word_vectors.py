@@ -101,6 +101,8 @@ STRINGS = {
         "cancel": "Cancel",
         "compare_explain": "The same questions to GloVe and to your model.",
         "accuracy": "Analogy set",
+        "trained": "Trained here",
+        "show": "Show beside GloVe",
     },
     "zh": {
         "story": "**从查找表到词向量。** 神经网络语言模型（Bengio，2003）在预测下一个词之前，先把每个词换成表 *C* "
@@ -162,6 +164,8 @@ STRINGS = {
         "cancel": "取消",
         "compare_explain": "同样的问题问 GloVe 和你的模型。",
         "accuracy": "类比测试集",
+        "trained": "本地训练的模型",
+        "show": "与 GloVe 并排",
     },
 }
 
@@ -369,19 +373,40 @@ def run_training(name, arch, objective, window, dim, epochs, min_count, texts, c
         if run.error:
             raise gr.Error(f"word2vec training: {run.error}")
         manifest = run.result
-        compare = wv.side_by_side(["glove-6b-50d", manifest["id"]], COMPARE_PROBES, k=5)
-        rows = [[r["question"], *r["answers"]] for r in compare["rows"]]
-        m = manifest["metrics"]
-        summary = (f"Saved **{manifest['id']}** ({config.describe()}; {manifest['vocab_size']:,} words, "
-                   f"{manifest['minutes']:.1f} min) "
-                   f"in `checkpoints/trained/{manifest['id']}/`. On the station's analogy set "
-                   f"({m['analogy_questions']} questions, {m['analogy_not_covered']} with a word it never saw): "
-                   f"top-1 {m['analogy_top1']:.0%}, top-5 {m['analogy_top5']:.0%}.")
+        rows, headers, summary = _trained_view(manifest)
         yield (run.id, _bar_html(1, "done"), _loss_figure(manifest["history"], title),
-               gr.update(value=rows, headers=["question", *compare["models"]]),
-               _model_update(rescan=True, value=current_model), summary)
+               gr.update(value=rows, headers=headers), _model_update(rescan=True, value=current_model), summary)
     finally:
         run.cancel.set() if not run.done.is_set() else None  # the page went away: stop the run
+
+
+def _trained_view(manifest: dict[str, Any]) -> tuple[list[list[str]], list[str], str]:
+    """Comparison rows and headers (GloVe beside the trained model) and a summary line."""
+    compare = wv.side_by_side(["glove-6b-50d", manifest["id"]], COMPARE_PROBES, k=5)
+    rows = [[r["question"], *r["answers"]] for r in compare["rows"]]
+    m = manifest.get("metrics", {})
+    p = manifest.get("params", {})
+    config = w2v.Word2VecConfig(**{k: v for k, v in p.items() if k in w2v.Word2VecConfig.__dataclass_fields__})
+    summary = (f"**{manifest['id']}** ({config.describe()}; {manifest['vocab_size']:,} words, "
+               f"{manifest['minutes']:.1f} min, {manifest.get('created_at', '')}) in "
+               f"`checkpoints/trained/{manifest['id']}/`. On the station's analogy set "
+               f"({m.get('analogy_questions', 0)} questions, {m.get('analogy_not_covered', 0)} with a word it never "
+               f"saw): top-1 {m.get('analogy_top1', 0):.0%}, top-5 {m.get('analogy_top5', 0):.0%}.")
+    return rows, ["question", *compare["models"]], summary
+
+
+def show_trained(model_id: str):
+    """A finished run (from its manifest): loss curve, comparison with GloVe, summary."""
+    manifest = next((m for m in w2v.trained_manifests() if m.get("id") == model_id), None)
+    if manifest is None:
+        raise gr.Error("No word2vec trained here yet: press Train, or pick another model.")
+    rows, headers, summary = _trained_view(manifest)
+    fig = _loss_figure(manifest["history"], f"{manifest['id']} · held-out loss")
+    return fig, gr.update(value=rows, headers=headers), summary
+
+
+def _trained_choices() -> list[str]:
+    return [m["id"] for m in w2v.trained_manifests() if m.get("id")]
 
 
 def cancel_training(run_id: str) -> str:
@@ -519,7 +544,11 @@ def build() -> None:
                 with gr.Column(scale=3):
                     loss_plot = gr.Plot(show_label=False)
                     train_summary = gr.Markdown()
-            gr.Markdown(tr("compare_explain"))
+            with gr.Row():
+                gr.Markdown(tr("compare_explain"))
+                trained = gr.Dropdown(label=tr("trained"), choices=_trained_choices(), scale=2,
+                                      value=(_trained_choices() or [None])[0])
+                show_btn = gr.Button(tr("show"), size="sm", scale=1)
             compare_table = gr.Dataframe(headers=["question", "GloVe", "yours"], interactive=False, wrap=True)
     run_id = gr.State("")
 
@@ -548,10 +577,13 @@ def build() -> None:
     gr.on([probe.click, sense_word.submit], *sense_args, **q)
     sense_word.change(lambda w: gr.update(link=f"?tab=contextual&word={(w or 'bank').strip().split()[0]}")
                       if (w or "").strip() else gr.update(), [sense_word], [to_ctx], **PRIVATE)
-    train_btn.click(guarded(run_training), [run_name, arch, objective, window, dim, epochs, min_count, texts, model],
+    train_event = train_btn.click(guarded(run_training), [run_name, arch, objective, window, dim, epochs, min_count, texts, model],
                     [run_id, train_status, loss_plot, compare_table, model, train_summary],
                     **TRAIN_QUEUE, **PRIVATE)
     cancel_btn.click(guarded(cancel_training), [run_id], [train_summary], **PRIVATE)
+    gr.on([show_btn.click, trained.input], guarded(show_trained), [trained], [loss_plot, compare_table, train_summary],
+          **q)
+    train_event.then(lambda: gr.update(choices=_trained_choices()), None, [trained], **PRIVATE)
 
     api(analogy, "analogy")
     api(neighbors, "neighbors")
