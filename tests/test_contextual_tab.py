@@ -35,6 +35,15 @@ def test_three_layer_model_shows_the_mix_sliders(fake_registry):  # noqa: F811
     assert "input" in fig_map.layout.title.text or "layer" in fig_map.layout.title.text
 
 
+def test_static_model_alone_locks_the_slider(fake_registry):  # noqa: F811
+    out = tab.run("bank", BANK, "bank", "static", "pca", progress=None)
+    state, slider = out[0], out[2]
+    assert state.n_layers == 1 and slider["maximum"] == 1 and slider["value"] == 0
+    assert slider["interactive"] is False
+    fig_map, _, _ = tab.on_layer(state, 1, "umap")  # clamped to the one layer; UMAP falls back
+    assert "one vector" in fig_map.layout.title.text
+
+
 def test_presets_fill_the_text_box():
     text, word = tab.on_preset("apple")
     assert word == "apple" and text.count("\n") == 15

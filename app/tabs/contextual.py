@@ -299,7 +299,8 @@ def run(preset_key: str, text: str, word: str, model: str, method: str, progress
     mix_visible = a.n_layers == 3
     return (
         a, _status(a, note),
-        gr.update(maximum=a.n_layers - 1, value=layer, interactive=a.n_layers > 1),
+        # A one-layer (static) model still needs maximum > minimum; the slider is then locked.
+        gr.update(maximum=max(1, a.n_layers - 1), value=layer, interactive=a.n_layers > 1),
         map_figure(static, 0, "pca", 280)[0] if static is not None and a.kind != "static" else _empty(),
         fig_map, heatmap_figure(a, layer), layers_figure(a), curves_figure(results, a.word),
         gr.update(visible=mix_visible),
