@@ -414,7 +414,7 @@ def cancel_training(run_id: str) -> str:
 
 
 NEIGHBOUR_PRESETS = ["frog", "bank + river", "python", "beijing", "einstein", "happy"]
-SENSE_PRESETS = [("bank", "money, loan, deposit", "river, shore, stream"),
+SENSE_PRESETS = [("bank", "money, loan, deposit", "river, creek, canal"),
                  ("apple", "iphone, computer, software", "fruit, pear, juice"),
                  ("play", "theatre, stage, actor", "game, football, team"),
                  ("mouse", "keyboard, computer, click", "rat, cat, cheese")]
@@ -511,7 +511,7 @@ def build() -> None:
                 with gr.Column(scale=2):
                     sense_word = gr.Textbox(label=tr("one_word"), value="bank", max_lines=1)
                     sense_a = gr.Textbox(label=tr("sense_a"), value="money, loan, deposit", max_lines=1)
-                    sense_b = gr.Textbox(label=tr("sense_b"), value="river, shore, stream", max_lines=1)
+                    sense_b = gr.Textbox(label=tr("sense_b"), value="river, creek, canal", max_lines=1)
                     sense_preset = gr.Dropdown(label=tr("preset"), value=None,
                                                choices=[(" / ".join(p), i) for i, p in enumerate(SENSE_PRESETS)])
                     probe = gr.Button(tr("probe"), variant="primary")
