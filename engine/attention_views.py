@@ -48,7 +48,7 @@ def heatmap_figure(result: AttentionResult, layer: int, head: int, height: int =
     font = 13 if T <= 32 else 10 if T <= 48 else 8
     fig.update_layout(
         title={"text": f"Layer {layer}, head {head}<br><sup>{result.model}</sup>", "font": {"size": 15},
-               "y": 0.99, "yanchor": "top", "yref": "container"},
+               "y": 0.97, "yanchor": "top", "yref": "container"},
         height=height, margin={"l": 10, "r": 10, "t": 150, "b": 10},
         xaxis={"tickmode": "array", "tickvals": list(range(T)), "ticktext": labels, "side": "top",
                "tickangle": -60, "tickfont": {"size": font}},

@@ -53,6 +53,10 @@ STRINGS = {
         "model": "Encoder",
         "run": "Show attention",
         "grid": "All layers × heads (click one to open it)",
+        "grid_help": "Rows are layers, columns are heads; in each thumbnail, row = the token attending, column "
+                     "= the token attended to, darker = more weight (each thumbnail scaled to its own maximum). "
+                     "Diagonal stripes are heads that look at a neighbour; a dark column is a sink ([CLS], [SEP], "
+                     "a full stop).",
         "layer": "Layer (0 = first)",
         "head": "Head",
         "heads_help": "Queries on the left, keys on the right; a line's strength is the attention weight, "
@@ -109,6 +113,9 @@ STRINGS = {
         "model": "编码器",
         "run": "显示注意力",
         "grid": "全部层 × 头（点击打开）",
+        "grid_help": "行是层，列是头；每个缩略图中，行 = 发出注意力的词元，列 = 被关注的词元，颜色越深权重越大"
+                     "（每个缩略图按自身最大值缩放）。斜条纹表示盯着相邻词元的头；一整列深色是“汇点”"
+                     "（[CLS]、[SEP] 或句号）。",
         "layer": "层（0 = 第一层）",
         "head": "头",
         "heads_help": "左边是查询，右边是键；线越深，注意力权重越大，颜色代表头。把鼠标移到一个词元上只看它的连线；"
@@ -285,7 +292,9 @@ def build() -> None:
                     with gr.Row():
                         with gr.Column(scale=6):
                             grid = gr.Image(label=tr("grid"), type="pil", interactive=False,
-                                            buttons=["download", "fullscreen"], height=420)
+                                            buttons=["download", "fullscreen"], height=420,
+                                            elem_id="ptx-attention-grid")
+                            gr.Markdown(tr("grid_help"), elem_classes=["ptx-provenance"])
                         with gr.Column(scale=5):
                             with gr.Row():
                                 layer = gr.Slider(0, 5, value=2, step=1, label=tr("layer"))
@@ -293,7 +302,7 @@ def build() -> None:
                             heat = gr.Plot(show_label=False)
                 with gr.Tab(tr("tab_heads")):
                     gr.Markdown(tr("heads_help"), elem_classes=["ptx-explain"])
-                    head_view = gr.HTML()
+                    head_view = gr.HTML(elem_id="ptx-head-view-frame")
                     head_file = gr.File(label=tr("download_html"), interactive=False)
                 with gr.Tab(tr("tab_stats")):
                     gr.Markdown(tr("stats_help"), elem_classes=["ptx-explain"])
@@ -306,13 +315,14 @@ def build() -> None:
             gr.Markdown(tr("cloze_intro"), elem_classes=["ptx-explain"])
             mchoices, mdefault = _model_choices(cloze.ROLE)
             with gr.Row(equal_height=True):
-                ctext = gr.Textbox(EXAMPLE_CLOZE, label=tr("cloze_text"), lines=1, max_lines=4, scale=5)
+                ctext = gr.Textbox(EXAMPLE_CLOZE, label=tr("cloze_text"), lines=1, max_lines=4, scale=5,
+                                   elem_id="ptx-cloze-text")
                 k = gr.Slider(1, 20, value=8, step=1, label=tr("k"), scale=2)
                 cmodel = gr.Dropdown(mchoices, value=mdefault, label=tr("cloze_model"), scale=2)
                 guess_btn = gr.Button(tr("cloze_run"), variant="primary", scale=1)
             gr.Examples([[e] for e in CLOZE_EXAMPLES], inputs=[ctext], label=tr("examples"))
             chips = gr.HighlightedText(_word_chips(EXAMPLE_CLOZE), label=tr("words"), combine_adjacent=False,
-                                       show_legend=False, show_inline_category=False,
+                                       show_legend=False, show_inline_category=False, elem_id="ptx-cloze-words",
                                        color_map={"[MASK]": "#f59e0b"}, interactive=False)
             original = gr.State(EXAMPLE_CLOZE)
             with gr.Row():

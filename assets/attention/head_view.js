@@ -11,7 +11,7 @@
                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939",
                   "#8c6d31", "#843c39", "#7b4173", "#3182bd"];
   const color = (h) => COLORS[h % COLORS.length];
-  const ROW = 20, TOP = 8, BOX_W = 130, GAP = 220, LEFT_X = 8;
+  const ROW = 20, TOP = 8, BOX_W = 130, GAP = 280, LEFT_X = 8;
   const RIGHT_X = LEFT_X + BOX_W + GAP;
   const WIDTH = RIGHT_X + BOX_W + 8, HEIGHT = TOP * 2 + ROW * T;
   const NS = "http://www.w3.org/2000/svg";
@@ -85,14 +85,40 @@
     return e;
   }
 
-  function draw() {
-    while (svg.firstChild) svg.removeChild(svg.firstChild);
-    svg.appendChild(el("rect", {x: 0, y: 0, width: WIDTH, height: HEIGHT, fill: "#ffffff"}));
-    for (let h = 0; h < H; h++) {
-      document.querySelectorAll(".hv-swatch")[h].style.opacity = shown[h] ? 1 : 0.25;
+  // Token boxes are made once; hovering only restyles them and redraws the lines, so the
+  // element under the pointer is never replaced (which would re-fire mouseenter).
+  svg.appendChild(el("rect", {x: 0, y: 0, width: WIDTH, height: HEIGHT, fill: "#ffffff"}));
+  const lines = el("g", {});
+  svg.appendChild(lines);
+  const boxes = {q: [], k: []};
+  for (const side of ["q", "k"]) {
+    const x = side === "q" ? LEFT_X : RIGHT_X;
+    for (let i = 0; i < T; i++) {
+      const g = el("g", {style: "cursor:pointer", "data-side": side, "data-index": i});
+      const box = el("rect", {x, y: TOP + ROW * i + 1, width: BOX_W, height: ROW - 2, rx: 3});
+      g.appendChild(box);
+      g.appendChild(el("text", {x: side === "q" ? x + BOX_W - 6 : x + 6, y: y(i) + 5,
+        "text-anchor": side === "q" ? "end" : "start", "font-size": 14,
+        "font-family": "system-ui, Segoe UI, Helvetica, Arial, sans-serif", fill: "#0f172a"}, D.tokens[i]));
+      g.addEventListener("mouseenter", () => { focus = {side, index: i}; draw(); });
+      g.addEventListener("mouseleave", () => { focus = null; draw(); });
+      svg.appendChild(g);
+      boxes[side].push(box);
     }
+  }
+
+  function draw() {
+    const swatchEls = document.querySelectorAll(".hv-swatch");
+    for (let h = 0; h < H; h++) swatchEls[h].style.opacity = shown[h] ? 1 : 0.25;
+    for (const side of ["q", "k"]) {
+      boxes[side].forEach((box, i) => {
+        const active = focus && focus.side === side && focus.index === i;
+        box.setAttribute("fill", active ? "#e0e7ff" : "#f8fafc");
+        box.setAttribute("stroke", active ? "#4338ca" : "#e2e8f0");
+      });
+    }
+    while (lines.firstChild) lines.removeChild(lines.firstChild);
     const nShown = shown.filter(Boolean).length || 1;
-    const lines = el("g", {});
     for (let h = 0; h < H; h++) {
       if (!shown[h]) continue;
       const A = D.attention[layer][h];
@@ -107,22 +133,6 @@
             "stroke-width": 2, "stroke-opacity": Math.min(1, w * (focus ? 1.2 : 1.5 / Math.sqrt(nShown))),
           }));
         }
-      }
-    }
-    svg.appendChild(lines);
-    for (const side of ["q", "k"]) {
-      const x = side === "q" ? LEFT_X : RIGHT_X;
-      for (let i = 0; i < T; i++) {
-        const active = focus && focus.side === side && focus.index === i;
-        const g = el("g", {style: "cursor:pointer"});
-        g.appendChild(el("rect", {x, y: TOP + ROW * i + 1, width: BOX_W, height: ROW - 2, rx: 3,
-          fill: active ? "#e0e7ff" : "#f8fafc", stroke: active ? "#4338ca" : "#e2e8f0"}));
-        g.appendChild(el("text", {x: side === "q" ? x + BOX_W - 6 : x + 6, y: y(i) + 5,
-          "text-anchor": side === "q" ? "end" : "start", "font-size": 14,
-          "font-family": "system-ui, Segoe UI, Helvetica, Arial, sans-serif", fill: "#0f172a"}, D.tokens[i]));
-        g.addEventListener("mouseenter", () => { focus = {side, index: i}; draw(); });
-        g.addEventListener("mouseleave", () => { focus = null; draw(); });
-        svg.appendChild(g);
       }
     }
   }

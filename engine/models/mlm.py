@@ -115,8 +115,9 @@ def load_trained_minilm_mlm(located: Located, device: torch.device) -> MlmBundle
     model.load_state_dict(trained, strict=False)
     model.tie_weights()
     minutes = manifest.get("minutes")
-    note = (f"MiniLM-L6 sentence encoder re-trained here with a masked-LM head for "
-            f"{minutes:.0f} CPU minutes; not BERT" if minutes else "MiniLM-L6 re-trained here; not BERT")
+    note = (f"MiniLM-L6 sentence encoder re-trained here with a masked-LM head for {minutes:.0f} minutes "
+            f"(sequences of <= {manifest['training']['seq']} pieces); not BERT" if minutes
+            else "MiniLM-L6 re-trained here; not BERT")
     return MlmBundle(model.eval().to(device), tokenizer, note)
 
 
@@ -136,6 +137,19 @@ register(ModelSpec(
     note="BERT-base with its pretrained masked-LM head (Devlin et al. 2018), the real cloze model.",
     params=109_514_298,
 ))
+def trained_note() -> str:
+    """What the offline model is, with its held-out numbers when its manifest is present."""
+    manifest = trained_manifest()
+    base = ("The packaged MiniLM-L6 sentence encoder re-trained here with a BERT-style masked-LM head (tied to its "
+            "word embeddings) on packaged Wikipedia and Bible text")
+    if not manifest:
+        return base + "; not BERT. Not trained yet: run python -m engine.train.mlm."
+    m = manifest["metrics"]
+    return (f"{base} for {manifest['minutes']:.0f} minutes on 2 busy CPU cores; not BERT. Held-out masked pieces: "
+            f"top-5 {m['top5']:.2f} (unigram baseline {m['unigram_top5']:.2f}); content words top-5 "
+            f"{m['content_top5']:.2f} (most frequent content words {m['unigram_of_content_words_top5']:.2f}).")
+
+
 register(ModelSpec(
     id=TRAINED_ID,
     role="mlm",
@@ -143,8 +157,6 @@ register(ModelSpec(
     aliases=("minilm-mlm", "minilm"),
     sources=(Source("trained-here", TRAINED_ID),),
     load=load_trained_minilm_mlm,
-    note="The packaged MiniLM-L6 sentence encoder re-trained here for minutes on packaged Wikipedia and "
-         "Bible text with a BERT-style masked-LM head (tied to its word embeddings); small and short-trained, "
-         "not BERT. Held-out accuracy is in checkpoints/trained/minilm-mlm-here/manifest.json.",
+    note=trained_note(),
     params=22_744_506,
 ))
