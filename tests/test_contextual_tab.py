@@ -16,7 +16,7 @@ def test_run_draws_every_view_and_hides_the_mix_for_bert(fake_registry):  # noqa
     assert "16" in status and "Fake BERT" in status
     assert slider["maximum"] == 3 and slider["value"] == state.best_layer
     assert mix_row["visible"] is False and "three-layer" in mix_note
-    assert "one vector" in static_fig.layout.title.text
+    assert "one vector" in static_fig["value"].layout.title.text and static_fig["visible"] is True
     assert len(map_fig.data) >= 2 and heat_fig.data[0].z.shape == (16, 16)
     assert len([t for t in layers_fig.data if t.x]) >= 4
     models = {t.name for t in curves_fig.data}
@@ -39,7 +39,7 @@ def test_static_model_alone_locks_the_slider(fake_registry):  # noqa: F811
     out = tab.run("bank", BANK, "bank", "static", "pca", progress=None)
     state, slider = out[0], out[2]
     assert state.n_layers == 1 and slider["maximum"] == 1 and slider["value"] == 0
-    assert slider["interactive"] is False
+    assert slider["interactive"] is False and out[3]["visible"] is False
     fig_map, _, _ = tab.on_layer(state, 1, "umap")  # clamped to the one layer; UMAP falls back
     assert "one vector" in fig_map.layout.title.text
 

@@ -301,12 +301,14 @@ def run(preset_key: str, text: str, word: str, model: str, method: str, progress
         a, _status(a, note),
         # A one-layer (static) model still needs maximum > minimum; the slider is then locked.
         gr.update(maximum=max(1, a.n_layers - 1), value=layer, interactive=a.n_layers > 1),
-        map_figure(static, 0, "pca", 280)[0] if static is not None and a.kind != "static" else _empty(),
+        gr.update(value=map_figure(static, 0, "pca", 280)[0], visible=True)
+        if static is not None and a.kind != "static" else gr.update(visible=False),
         fig_map, heatmap_figure(a, layer), layers_figure(a), curves_figure(results, a.word),
         gr.update(visible=mix_visible),
         mix_figure(a, ctx.mix_view(a, [0.0] * 3, 1.0)) if mix_visible else _empty(),
-        "" if mix_visible else f"The sliders appear for a three-layer model (ELMo). {a.model} has "
-                               f"{a.n_layers} layer(s); BERT-style models are usually fine-tuned whole instead.",
+        "" if mix_visible else f"The sliders appear for a three-layer model (ELMo); {a.model} has {a.n_layers} "
+                               f"layer(s)." + (" BERT-style models are usually fine-tuned whole instead."
+                                               if a.kind == "bert" else ""),
     )
 
 
