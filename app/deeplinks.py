@@ -23,7 +23,9 @@ Adopting it in a station is one call inside `build()`, after the components exis
   `(component, parse)` where `parse(text) -> value` raises ValueError on bad input.
 - `run` is the button a person would press; the link clicks it after filling the inputs,
   so the view comes up exactly as that click would make it. Add `run=0` to a link to
-  only fill the inputs.
+  only fill the inputs. A tab with several panels calls `register` once per panel, each
+  with its own button; a link presses the button of the first input it names (or, when
+  it names none, the button of a `register(KEY, run=button)` call without inputs).
 - In-app links (the Overview's "open station" buttons) use `link_button(...)`: the same
   resolution, without reloading the page.
 
@@ -67,7 +69,8 @@ class TabLinks:
 
     key: str
     inputs: dict[str, tuple[gr.components.Component, Parser | None]] = field(default_factory=dict)
-    run: gr.Button | None = None
+    run: gr.Button | None = None            # pressed when a link names no input of a panel
+    runs: dict[str, gr.Button] = field(default_factory=dict)   # input name -> its panel's button
 
 
 @dataclass
@@ -99,7 +102,8 @@ def register(
     """Declare which inputs of tab `key` a URL may set, and which button runs the tab.
 
     Call inside the tab's `build()`. `inputs` maps a query name to a component or to
-    `(component, parse)`. Calling it twice for one tab adds to the earlier declaration.
+    `(component, parse)`. Calling it again for the same tab adds another panel: its
+    inputs, pressed by its own `run` button.
     """
     links = _registry().tabs.setdefault(key, TabLinks(key))
     for name, value in (inputs or {}).items():
@@ -107,9 +111,13 @@ def register(
             raise ValueError(f"deep-link name {name!r} is reserved for the page; choose another")
         component, parse = value if isinstance(value, tuple) else (value, None)
         links.inputs[name] = (component, parse)
-    if run is not None:
-        if not run.elem_id:
-            run.elem_id = f"ptx-run-{key}"
+    if run is None:
+        return
+    if not run.elem_id:
+        run.elem_id = f"ptx-run-{key}-{len(links.runs) + (links.run is not None)}"
+    if inputs:
+        links.runs.update({name: run for name in inputs})
+    else:
         links.run = run
 
 
@@ -204,6 +212,8 @@ def resolve(query: Mapping[str, str], tabs: Mapping[str, TabLinks], known: set[s
     links = tabs.get(out.tab or "")
     if links is None:
         return out
+    press = links.run
+    named = False
     for name, text in query.items():
         if name in PAGE_KEYS:
             continue
@@ -215,8 +225,11 @@ def resolve(query: Mapping[str, str], tabs: Mapping[str, TabLinks], known: set[s
             out.values[component] = parse(text) if parse else parse_value(component, text)
         except Exception as exc:  # a bad link must never break the page
             out.skipped.append(f"{name}={text[:40]} ({exc})")
-    if links.run is not None and str(query.get("run", "1")).strip().lower() not in FALSE_WORDS:
-        out.run_id = links.run.elem_id or ""
+            continue
+        if not named and name in links.runs:
+            press, named = links.runs[name], True
+    if press is not None and str(query.get("run", "1")).strip().lower() not in FALSE_WORDS:
+        out.run_id = press.elem_id or ""
     return out
 
 

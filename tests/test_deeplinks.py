@@ -39,17 +39,24 @@ def _links() -> dict[str, TabLinks]:
     ratio = gr.Slider(0, 0.95, value=0.75, render=False)
     seed = gr.Number(value=0, precision=0, render=False)
     run = gr.Button(render=False, elem_id="run-mae")
-    return {"vit_mae": TabLinks("vit_mae", {"mask_ratio": (ratio, None), "seed": (seed, None)}, run)}
+    layer = gr.Slider(-1, 11, value=-1, step=1, render=False)
+    run_vit = gr.Button(render=False, elem_id="run-vit")
+    links = TabLinks("vit_mae", {"mask_ratio": (ratio, None), "seed": (seed, None), "layer": (layer, None)})
+    links.runs = {"mask_ratio": run, "seed": run, "layer": run_vit}
+    return {"vit_mae": links}
 
 
 def test_resolve_picks_the_tab_fills_inputs_and_presses_run():
     links = _links()
-    ratio, seed = (c for c, _ in links["vit_mae"].inputs.values())
+    ratio, seed, _ = (c for c, _ in links["vit_mae"].inputs.values())
     res = resolve({"tab": "mae", "mask_ratio": "0.9", "seed": "7"}, links, KNOWN)
     assert res.tab == "vit_mae"                      # alias
     assert res.values == {ratio: 0.9, seed: 7}
     assert res.run_id == "run-mae" and not res.skipped
-    assert resolve({"tab": "vit_mae", "run": "0"}, links, KNOWN).run_id == ""
+    assert resolve({"tab": "vit_mae", "seed": "1", "run": "0"}, links, KNOWN).run_id == ""
+    # Each panel has its own button: a link presses the one of the first input it names.
+    assert resolve({"tab": "vit_mae", "layer": "3"}, links, KNOWN).run_id == "run-vit"
+    assert resolve({"tab": "vit_mae"}, links, KNOWN).run_id == ""
 
 
 def test_resolve_skips_what_does_not_fit_and_keeps_the_rest():
@@ -72,7 +79,13 @@ def test_register_is_per_app_and_gives_the_run_button_an_id():
         assert deeplinks._registry().tabs["word_vectors"].inputs["word"][0] is box
         with pytest.raises(ValueError):
             deeplinks.register("word_vectors", {"tab": box})
-    assert run.elem_id == "ptx-run-word_vectors"
+        find, other = gr.Button(), gr.Button()
+        deeplinks.register("word_vectors", {"neighbor": gr.Textbox()}, run=find)
+        deeplinks.register("word_vectors", run=other)
+        links = deeplinks._registry().tabs["word_vectors"]
+        assert links.runs == {"word": run, "neighbor": find} and links.run is other
+    assert len({run.elem_id, find.elem_id, other.elem_id}) == 3
+    assert run.elem_id.startswith("ptx-run-word_vectors")
     with gr.Blocks():
         assert "word_vectors" not in deeplinks._registry().tabs
 
