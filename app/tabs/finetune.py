@@ -35,9 +35,9 @@ STRINGS = {
                  "learns. **finetune**: every layer learns, the pretrained ones at a lower rate. **scratch**: the "
                  "same network with random weights. Accuracy is measured on held-out examples never used in training.",
         "task": "Task", "model": "Pretrained model", "mode": "Mode",
-        "freeze": "Freeze the lowest N layers (finetune mode)",
-        "freeze_info": "0 = fine-tune everything; the maximum equals frozen",
-        "steps": "Steps", "lr": "Learning rate (new layer)", "seed": "Seed",
+        "freeze": "Freeze the lowest N layers",
+        "freeze_info": "finetune mode: 0 = every layer learns; the maximum = frozen",
+        "steps": "Steps", "lr": "Learning rate", "seed": "Seed",
         "run": "Train", "cancel": "Cancel", "overlay": "Overlay earlier runs of this task",
         "runs": "Stored runs", "refresh": "Refresh", "export": "Export CSV",
         "why_title": "Why frozen features already work, and why scratch struggles",
@@ -59,9 +59,9 @@ STRINGS = {
                  "只训练新加的输出层。**finetune（微调）**：所有层都训练，预训练层用较小的学习率。**scratch（从零）**："
                  "同样的网络，权重随机初始化。准确率在训练中从未用过的留出样本上测量。",
         "task": "任务", "model": "预训练模型", "mode": "模式",
-        "freeze": "冻结最底下的 N 层（微调模式）",
-        "freeze_info": "0 = 全部微调；取最大值即等于冻结",
-        "steps": "步数", "lr": "学习率（新层）", "seed": "随机种子",
+        "freeze": "冻结最底下的 N 层",
+        "freeze_info": "微调模式：0 = 所有层都训练；取最大值即等于冻结",
+        "steps": "步数", "lr": "学习率", "seed": "随机种子",
         "run": "开始训练", "cancel": "取消", "overlay": "叠加显示此任务以前的运行",
         "runs": "已保存的运行", "refresh": "刷新", "export": "导出 CSV",
         "why_title": "为什么冻结的特征已经好用，而从零训练很吃力",
@@ -79,6 +79,9 @@ PLOT_HEIGHT = 330
 UI_EVERY_S = 0.4  # redraw at most this often while training
 RUN_COLUMNS = ["run_id", "created_at", "task", "mode", "model", "freeze_layers", "steps", "lr", "seed",
                "eval_accuracy", "seconds", "status", "device"]
+RUN_HEADERS = ["run", "created (UTC)", "task", "mode", "model", "frozen layers", "steps", "lr", "seed",
+               "held-out acc.", "s", "status", "device"]
+FAMILY_TITLES = {"bert": "BERT encoder", "glove": "GloVe word vectors (averaged)", "cnn": "ImageNet CNN"}
 
 
 # ------------------------------------------------------------------ API (API.md)
@@ -166,6 +169,7 @@ def figures(snap: dict | None, earlier: list[dict]) -> tuple[go.Figure, go.Figur
             template="plotly_white",
         )
     acc.update_yaxes(range=[0, 1.02])
+    loss.update_yaxes(rangemode="tozero")
     return loss, acc
 
 
@@ -229,6 +233,8 @@ def _runs_table(task: str = "") -> list[list]:
                 v = round(v, 4)
             elif c == "seconds" and v is not None:
                 v = round(v, 1)
+            if c == "created_at" and v:
+                v = str(v).replace("T", " ").rstrip("Z")
             row.append("" if v is None else v)
         table.append(row)
     return table
@@ -247,8 +253,12 @@ def _task_changed(task: str):
     t = get_task(task)
     fam = t.default_model
     b = t.budgets[fam]
-    return (gr.update(choices=list(t.models), value=fam), gr.update(value=b.steps), gr.update(value=b.lr),
+    return (gr.update(choices=_family_choices(t.models), value=fam), gr.update(value=b.steps), gr.update(value=b.lr),
             gr.update(maximum=FAMILY_DEPTH.get(fam, 12), value=0))
+
+
+def _family_choices(families) -> list[tuple[str, str]]:
+    return [(FAMILY_TITLES.get(f, f), f) for f in families]
 
 
 def _model_changed(task: str, model: str):
@@ -305,20 +315,20 @@ def build() -> None:
     first = get_task(TASK_NAMES[0])
     budget = first.budgets[first.default_model]
     with gr.Row():
-        with gr.Column(scale=1, min_width=300):
+        with gr.Column(scale=1, min_width=340):
             task = gr.Dropdown(choices=[(get_task_title(n), n) for n in TASK_NAMES], value=first.name,
                                label=tr("task"))
-            model = gr.Dropdown(choices=list(first.models), value=first.default_model, label=tr("model"))
+            model = gr.Dropdown(choices=_family_choices(first.models), value=first.default_model, label=tr("model"))
             mode = gr.Radio(list(MODES), value="finetune", label=tr("mode"), elem_id="ft-mode")
+            with gr.Row():
+                run_btn = gr.Button(tr("run"), variant="primary", elem_id="ft-run", min_width=90)
+                cancel_btn = gr.Button(tr("cancel"), variant="stop", elem_id="ft-cancel", min_width=90)
             freeze = gr.Slider(0, FAMILY_DEPTH[first.default_model], step=1, value=0, label=tr("freeze"),
                                info=tr("freeze_info"))
             with gr.Row():
                 steps = gr.Number(budget.steps, precision=0, label=tr("steps"), minimum=1, min_width=70)
-                lr = gr.Number(budget.lr, label=tr("lr"), min_width=90)
+                lr = gr.Number(budget.lr, label=tr("lr"), min_width=130)
                 seed = gr.Number(0, precision=0, label=tr("seed"), minimum=0, min_width=60)
-            with gr.Row():
-                run_btn = gr.Button(tr("run"), variant="primary", elem_id="ft-run", min_width=90)
-                cancel_btn = gr.Button(tr("cancel"), variant="stop", elem_id="ft-cancel", min_width=90)
             overlay = gr.Checkbox(True, label=tr("overlay"))
         with gr.Column(scale=3):
             status = gr.HTML(progress_html(None, ""), elem_id="ft-status")
@@ -330,7 +340,7 @@ def build() -> None:
     with gr.Accordion(tr("why_title"), open=False):
         gr.Markdown(tr("why"), elem_classes=["ptx-explain"])
     with gr.Accordion(tr("runs"), open=True):
-        table = gr.Dataframe(None, headers=RUN_COLUMNS, interactive=False, wrap=True,
+        table = gr.Dataframe(None, headers=RUN_HEADERS, interactive=False, wrap=False,
                              max_height=300, elem_id="ft-runs")
         with gr.Row():
             refresh = gr.Button(tr("refresh"), size="sm")
