@@ -132,6 +132,20 @@ def get_encoder(model: str = "") -> Encoder:
     return Encoder(kind, loaded, obj)
 
 
+def model_choices() -> list[tuple[str, str]]:
+    """(label, API name) pairs for a model menu: the BERT role's default, every other
+    BERT-family model that can load here (packaged, checkpoints/, or the hub when online),
+    then ELMo and the static baseline (always listed: choosing one that is missing says why)."""
+    choices: list[tuple[str, str]] = []
+    pick = REGISTRY.would_load(MODEL_ROLES["bert"])
+    if pick is not None:
+        choices.append((f"BERT: {pick[0].title}", "bert"))
+    for spec in REGISTRY.specs(MODEL_ROLES["bert"]):
+        if (pick is None or spec.id != pick[0].id) and REGISTRY.would_load(MODEL_ROLES["bert"], spec.id):
+            choices.append((spec.title, spec.id))
+    return choices + [("ELMo", "elmo"), ("GloVe (static)", "static")]
+
+
 _layer_cache: OrderedDict[tuple, list[np.ndarray]] = OrderedDict()
 _layer_cache_lock = threading.Lock()
 

@@ -66,6 +66,24 @@ def test_long_sentence_is_cut_at_max_length_and_dropped_words_keep_alignment(tin
     np.testing.assert_allclose(out_short[:, 2], tiny_bert.word_layers([["the", "[UNK]", "bank"]])[0][:, 2], atol=1e-5)
 
 
+def test_bert_family_folders_in_checkpoints_become_models(checkpoints, tiny_bert):
+    from engine.models.bert import checkpoint_specs
+
+    tiny_bert.model.save_pretrained(checkpoints / "my-bert")
+    tiny_bert.tokenizer.save_pretrained(checkpoints / "my-bert")
+    (checkpoints / "a-gpt").mkdir()
+    (checkpoints / "a-gpt" / "config.json").write_text('{"model_type": "gpt2"}')
+    (checkpoints / "notes").mkdir()
+    specs = checkpoint_specs()
+    assert [s.id for s in specs] == ["my-bert"] and specs[0].role == "contextual_bert"
+    reg = Registry()
+    reg._specs_imported = True
+    reg.register(specs[0])
+    bundle = reg.get("contextual_bert", "my-bert").obj
+    (out,) = bundle.word_layers([["the", "embankment"]])
+    np.testing.assert_allclose(out, tiny_bert.word_layers([["the", "embankment"]])[0], atol=1e-5)
+
+
 # ---------------------------------------------------------------- maths
 def _random_vectors(seed: int = 0, n: int = 12, d: int = 16) -> np.ndarray:
     rng = np.random.default_rng(seed)

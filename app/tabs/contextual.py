@@ -76,7 +76,6 @@ STRINGS = {
     },
 }
 
-MODEL_CHOICES = [("BERT", "bert"), ("ELMo", "elmo"), ("GloVe (static)", "static")]
 GROUP_COLOURS = ("#4f46e5", "#f59e0b")  # 2-means groups
 SENSE_SYMBOLS = ("circle", "diamond", "square", "x")
 MODEL_COLOURS = {"bert": "#4f46e5", "elmo": "#059669", "static": "#94a3b8"}
@@ -343,7 +342,7 @@ def build() -> None:
                                  value=default.key, label=tr("preset"))
             with gr.Row():
                 word = gr.Textbox(default.word, label=tr("word"), max_lines=1, min_width=120)
-                model = gr.Dropdown(MODEL_CHOICES, value="bert", label=tr("model"), min_width=120)
+                model = gr.Dropdown(ctx.model_choices(), value="bert", label=tr("model"), min_width=120)
             method = gr.Radio([("PCA", "pca"), ("UMAP", "umap")], value="pca", label=tr("method"))
             go_btn = gr.Button(tr("run"), variant="primary")
             text = gr.Textbox(default.text, lines=7, max_lines=7, label=tr("sentences"))

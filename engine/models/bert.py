@@ -7,6 +7,7 @@ in eval mode with eager attention, so `output_attentions=True` returns weights
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +121,36 @@ def load_bert(located: Located, device: torch.device) -> BertBundle:
     return BertBundle(model, tokenizer)
 
 
+# Model types that load with AutoModel + a WordPiece/SentencePiece tokenizer taking pre-split words.
+BERT_FAMILY = ("bert", "distilbert", "electra", "albert", "mobilebert")
+_KNOWN_FOLDERS = ("bert-base-uncased", "all-MiniLM-L6-v2")
+
+
+def checkpoint_specs() -> list[ModelSpec]:
+    """A spec for every BERT-family model folder a user dropped into checkpoints/ (a folder
+    with a config.json whose model_type is in BERT_FAMILY), besides the known ones above."""
+    from engine import paths
+
+    root = paths.checkpoints_dir()
+    specs: list[ModelSpec] = []
+    if not root.is_dir():
+        return specs
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        if folder.name in _KNOWN_FOLDERS or folder.name == "trained":
+            continue
+        try:
+            model_type = json.loads((folder / "config.json").read_text()).get("model_type")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if model_type in BERT_FAMILY:
+            specs.append(ModelSpec(
+                id=folder.name, role="contextual_bert", title=f"{folder.name} ({model_type})",
+                sources=(Source("checkpoints", folder.name),), load=load_bert,
+                note=f"A {model_type} model found in checkpoints/{folder.name}/.",
+            ))
+    return specs
+
+
 register(ModelSpec(
     id="bert-base-uncased",
     role="contextual_bert",
@@ -145,3 +176,5 @@ register(ModelSpec(
          "(MiniLM) and then fine-tuned for sentence embeddings; not BERT-base, and it has no masked-LM head.",
     params=22_713_216,
 ))
+for _spec in checkpoint_specs():  # after the packaged ones, so they stay the default
+    register(_spec)
