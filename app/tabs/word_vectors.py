@@ -53,6 +53,7 @@ STRINGS = {
         "expression": "Expression (king - man + woman, or man : king :: woman : ?)",
         "preset": "Preset by category",
         "k": "How many answers",
+        "examples": "Examples",
         "limit": "Vocabulary limit (most frequent words)",
         "solve": "Solve",
         "neighbors_explain": "The nearest words are those whose vectors point the same way. Type one word, or an "
@@ -123,6 +124,7 @@ STRINGS = {
         "expression": "表达式（king - man + woman，或 man : king :: woman : ?）",
         "preset": "按类别的预设",
         "k": "答案个数",
+        "examples": "示例",
         "limit": "词表上限（最常见的词）",
         "solve": "求解",
         "neighbors_explain": "最近的词就是向量方向最接近的词。输入一个词，或像 *bank + river* 这样的表达式。",
@@ -331,7 +333,8 @@ def run_senses(word: str, sense_a: str, sense_b: str, model: str, progress=gr.Pr
     rows = [[r["word"], round(r["score"], 3), round(r["a"], 3), round(r["b"], 3), names[r["leans"]]]
             for r in out["neighbors"]]
     counts = {s: sum(r["leans"] == s for r in out["neighbors"]) for s in ("a", "b")}
-    places = "; ".join(f"*{d['word']}* #{d['place'] + 1:,}" for d in out["sense_words"]["b"])
+    places = "; ".join(f"*{d['word']}* #{d['place'] + 1:,}"
+                       for d in sorted(out["sense_words"]["b"], key=lambda d: d["place"]))
     lines = [
         f"**{out['word']}** · {out['model']}: cosine to sense A {out['similarity']['a']:.2f}, to sense B "
         f"{out['similarity']['b']:.2f}. Of its {len(rows)} nearest words, {counts['a']} lean to A, "
@@ -474,7 +477,7 @@ def build() -> None:
                     with gr.Row():
                         nb_k = gr.Slider(1, 30, value=12, step=1, label=tr("k"))
                         nb_limit = gr.Radio(list(LIMITS), value="all", label=tr("limit"))
-                    nb_preset = gr.Dropdown(label=tr("preset"), choices=NEIGHBOUR_PRESETS, value=None)
+                    nb_preset = gr.Dropdown(label=tr("examples"), choices=NEIGHBOUR_PRESETS, value=None)
                     find = gr.Button(tr("find"), variant="primary")
                     nb_note = gr.Markdown()
                 with gr.Column(scale=3):
@@ -498,7 +501,7 @@ def build() -> None:
                 with gr.Column(scale=2):
                     sent_a = gr.Textbox(label=tr("sentence_a"), value=bow.PRESETS[0][1], max_lines=2)
                     sent_b = gr.Textbox(label=tr("sentence_b"), value=bow.PRESETS[0][2], max_lines=2)
-                    bow_preset = gr.Dropdown(label=tr("preset"), value=None,
+                    bow_preset = gr.Dropdown(label=tr("examples"), value=None,
                                              choices=[(f"{name}: {a} / {b}", i) for i, (name, a, b) in enumerate(bow.PRESETS)])
                     compare = gr.Button(tr("compare"), variant="primary")
                     bow_note = gr.Markdown()
@@ -512,13 +515,14 @@ def build() -> None:
                     sense_word = gr.Textbox(label=tr("one_word"), value="bank", max_lines=1)
                     sense_a = gr.Textbox(label=tr("sense_a"), value="money, loan, deposit", max_lines=1)
                     sense_b = gr.Textbox(label=tr("sense_b"), value="river, creek, canal", max_lines=1)
-                    sense_preset = gr.Dropdown(label=tr("preset"), value=None,
+                    sense_preset = gr.Dropdown(label=tr("examples"), value=None,
                                                choices=[(" / ".join(p), i) for i, p in enumerate(SENSE_PRESETS)])
                     probe = gr.Button(tr("probe"), variant="primary")
                     to_ctx = gr.Button(tr("to_contextual"), link="?tab=contextual&word=bank", variant="secondary")
                 with gr.Column(scale=3):
-                    sense_note = gr.Markdown()
-                    sense_table = gr.Dataframe(headers=["neighbour", "cosine", "to A", "to B", "leans"],
+                    sense_note = gr.Markdown(lambda: _first(run_senses, 1, *SENSE_PRESETS[0], ""))
+                    sense_table = gr.Dataframe(lambda: _first(run_senses, 0, *SENSE_PRESETS[0], ""),
+                                               headers=["neighbour", "cosine", "to A", "to B", "leans"],
                                                interactive=False, max_height=420)
         with gr.Tab(tr("t_train")):
             gr.Markdown(tr("train_explain"), elem_classes=["ptx-explain"])
