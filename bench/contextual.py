@@ -57,7 +57,7 @@ def main() -> None:
                  timed(fresh(lambda: ctx.analyse(long_text, "bank", args.model)), repeat=max(3, args.repeat // 4))))
     a = ctx.analyse(bank.text, bank.word, args.model)
     rows.append(("layer slider move (PCA map + similarity, cached)",
-                 timed(lambda: (ctx.layer_map(a.vectors[3]), a.similarity[3].tolist()), repeat=args.repeat)))
+                 timed(lambda: (ctx.analysis_map(a, 3), a.similarity[3].tolist()), repeat=args.repeat)))
     for name, s in rows:
         print(f"{name:55s} median {s['median_ms']:7.1f} ms  p95 {s['p95_ms']:7.1f} ms  (n={s['n']})")
 

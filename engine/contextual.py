@@ -437,6 +437,7 @@ class Analysis:
     truncated: list[int]
     inside: dict[int, list[str]]
     notes: list[str] = field(default_factory=list)
+    _maps: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_layers(self) -> int:
@@ -608,8 +609,26 @@ def _start_umap_warmup() -> None:
 
 
 def all_layer_maps(a: Analysis) -> np.ndarray:
-    """PCA maps of every layer, (L, n, 2) float64, for small multiples."""
-    return np.stack([pca_2d(a.vectors[k]) for k in range(a.n_layers)])
+    """PCA maps of every layer, (L, n, 2) float64, for small multiples and the layer slider.
+
+    Each layer's axes are flipped, where that helps, to agree with the layer below (PCA's
+    sign is arbitrary), so moving through the layers moves points instead of mirroring them.
+    Computed once per analysis."""
+    if a._maps is None:
+        maps = np.stack([pca_2d(a.vectors[k]) for k in range(a.n_layers)])  # (L, n, 2)
+        for k in range(1, a.n_layers):
+            for j in (0, 1):
+                if float(maps[k, :, j] @ maps[k - 1, :, j]) < 0:
+                    maps[k, :, j] *= -1
+        a._maps = maps
+    return a._maps
+
+
+def analysis_map(a: Analysis, layer: int, method: str = "pca", seed: int = 0) -> tuple[np.ndarray, str, str]:
+    """`layer_map` for one layer of an analysis; PCA maps come aligned across layers."""
+    if method == "pca":
+        return all_layer_maps(a)[layer], "pca", ""
+    return layer_map(a.vectors[layer], method, seed)
 
 
 def mix_view(a: Analysis, weights: list[float], gamma: float) -> dict[str, Any]:

@@ -330,6 +330,18 @@ def test_unavailable_model_and_unknown_name(monkeypatch):
     assert results[0]["available"] is False and "ELMo X" in results[0]["reason"]
 
 
+def test_layer_maps_are_aligned_across_layers(fake_registry):
+    a = ctx.analyse(BANK, "bank", "bert")
+    maps = ctx.all_layer_maps(a)
+    assert maps.shape == (4, 16, 2) and ctx.all_layer_maps(a) is maps  # computed once
+    for k in range(1, 4):
+        raw = ctx.pca_2d(a.vectors[k])
+        assert np.allclose(np.abs(maps[k]), np.abs(raw))
+        assert all(maps[k, :, j] @ maps[k - 1, :, j] >= 0 for j in (0, 1))
+    points, used, _ = ctx.analysis_map(a, 2, "pca")
+    assert used == "pca" and np.array_equal(points, maps[2])
+
+
 def test_layer_map_falls_back_to_pca():
     x = _random_vectors(n=4)
     points, used, note = ctx.layer_map(x, "umap")

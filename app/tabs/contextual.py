@@ -131,7 +131,7 @@ def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
 
 def map_figure(a: ctx.Analysis, layer: int, method: str, height: int = 400) -> tuple[go.Figure, str]:
     """The occurrences at one layer, in 2-D; returns the figure and a note (UMAP fallback)."""
-    points, used, note = ctx.layer_map(a.vectors[layer], method)
+    points, used, note = ctx.analysis_map(a, layer, method)
     fig = go.Figure(_scatter_traces(a, points, a.groups[layer]))
     if a.similarity[layer].min() > 1 - 1e-6:
         fig.update_traces(mode="markers")
