@@ -398,8 +398,14 @@ _train_lock = threading.Lock()  # one training at a time per process: the CPU is
 
 
 def start(config: Word2VecConfig) -> Run:
-    """Start training in a daemon thread and return its Run at once."""
+    """Start training in a daemon thread and return its Run at once. A name already
+    used under checkpoints/trained/ gets a suffix (-2, -3, ...), so the app never
+    overwrites an earlier model (the command line does, on purpose)."""
     config.check()
+    base, n = config.name, 2
+    while (paths.trained_dir() / config.model_id).exists():  # never overwrite an earlier run from the app
+        config.name = f"{base[:36]}-{n}"
+        n += 1
     if not _train_lock.acquire(blocking=False):
         raise UserInputError("Another word2vec training is running on this server; wait for it or cancel it.")
     run = Run(config)

@@ -73,7 +73,9 @@ def test_cbow_hierarchical_softmax_and_cancel(checkpoints, cleanup):
 
 
 def test_background_run_follow_and_cancel(checkpoints):
+    (checkpoints / "trained" / "word2vec-bg-cancel").mkdir(parents=True)  # an earlier run of that name
     run = w2v.start(_tiny("bg-cancel", epochs=4))
+    assert run.config.name == "bg-cancel-2"  # the app never overwrites an earlier model
     w2v.cancel(run.id)
     last = list(w2v.follow(run, every=0.1))[-1]
     assert last["finished"] and "cancelled" in last["error"] and last["result"] is None
