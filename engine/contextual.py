@@ -492,7 +492,10 @@ def analyse(sentences_text: str, word: str, model: str = "") -> Analysis:
         raise UserInputError(f"“{target}” is not in any of the sentences (whole words, any case).{extra} "
                              "Add sentences that use it, or change the word.")
     encoder = get_encoder(model)
-    layers = cached_word_layers(encoder, [tokenised[i] for i in used])
+    # A model that refuses long sentences (rather than cutting them) says so with `max_words`:
+    # cut them here, and report them as truncated like any other.
+    limit = getattr(encoder.obj, "max_words", None)
+    layers = cached_word_layers(encoder, [tokenised[i][:limit] if limit else tokenised[i] for i in used])
     n_layers = int(layers[0].shape[0])
     occurrences, rows, labels, truncated, dropped = [], [], [], [], []
     for i, arr in zip(used, layers, strict=True):

@@ -276,6 +276,20 @@ def test_one_sentence_says_no_split_and_long_sentence_is_truncated(fake_registry
     assert late.skipped == [0] and any("after the cut" in n for n in late.notes)
 
 
+def test_a_model_with_max_words_gets_cut_sentences(fake_registry):
+    class Strict(FakeContextual):
+        max_words = 20
+
+        def word_layers(self, sentences):
+            assert all(len(s) <= self.max_words for s in sentences)
+            return super().word_layers(sentences)
+
+    fake_registry.word_layers = Strict().word_layers
+    fake_registry.max_words = 20
+    a = ctx.analyse("The bank " + "by the river " * 30 + "bank\nA bank.", "bank", "bert")
+    assert a.truncated == [0] and [o["sentence"] for o in a.occurrences] == [0, 1]
+
+
 def test_static_model_is_flat_at_zero_and_unknown_word_is_said(fake_registry):
     a = ctx.analyse(BANK, "bank", "static")
     assert a.n_layers == 1 and a.model == "Fake GloVe"
