@@ -282,6 +282,10 @@ def run_analogy(expression: str, k: float, limit: str, model: str, progress=gr.P
         else:
             lines.append("The whole vocabulary gives the same answers.")
     title = f"{small['expression']} · {small['model']}"
+    if outside:  # the limit's effect, drawn: amber bars are answers that only the whole vocabulary has
+        merged = sorted(small["results"] + outside, key=lambda r: -r["score"])
+        title += f"<br><sup>amber: beyond the {small['vocab_limit']:,} most frequent words</sup>"
+        return _bars(merged, title, {r["word"] for r in outside}), "\n\n".join(lines)
     return _bars(small["results"], title), "\n\n".join(lines)
 
 
