@@ -52,6 +52,10 @@ def main() -> None:
         ("the same, through the /contextual result dict",
          timed(fresh(lambda: ctx.contextual(bank.text, bank.word, args.model)), repeat=args.repeat)),
     ]
+    rows.append(("station maths only (forward cached): analysis + maps",
+                 timed(lambda: ctx.all_layer_maps(ctx.analyse(bank.text, bank.word, args.model)), repeat=args.repeat)))
+    rows.append(("station maths only, as the /contextual dict",
+                 timed(lambda: ctx.contextual(bank.text, bank.word, args.model), repeat=args.repeat)))
     long_text = bank.text + "\n" + "The bank " + "of the river " * 800
     rows.append(("16 sentences + one 10,000-character line",
                  timed(fresh(lambda: ctx.analyse(long_text, "bank", args.model)), repeat=max(3, args.repeat // 4))))
