@@ -192,8 +192,9 @@ CURVES = (("split_accuracy", "2-means split vs true senses"),
           ("silhouette", "silhouette of the 2-means split"))
 
 
-def curves_figure(results: list[dict[str, Any]], word: str) -> go.Figure:
-    """Separation by layer, one line per model; a one-layer (static) model is drawn flat."""
+def curves_figure(results: list[dict[str, Any]], word: str, best: int | None = None) -> go.Figure:
+    """Separation by layer, one line per model; a one-layer (static) model is drawn flat;
+    a dotted vertical line marks `best`, the chosen model's clearest layer."""
     fig = make_subplots(rows=1, cols=3, subplot_titles=[t for _, t in CURVES], horizontal_spacing=0.07)
     xmax = max([r["analysis"].n_layers - 1 for r in results if r["available"]] + [1])
     missing, unlabelled = [], set()
@@ -219,6 +220,11 @@ def curves_figure(results: list[dict[str, Any]], word: str) -> go.Figure:
     for c in sorted(unlabelled):
         fig.add_annotation(text="needs sentences with known senses<br>(pick a preset)", showarrow=False,
                            xref=f"x{c + 1} domain", yref=f"y{c + 1} domain", x=0.5, y=0.5, font=dict(size=13))
+    if best is not None:
+        for c in range(3):
+            fig.add_vline(x=best, line=dict(color="#64748b", width=1, dash="dot"), row=1, col=c + 1)
+        fig.add_annotation(text="clearest split", x=best, y=1.0, xref="x", yref="y domain", showarrow=False,
+                           yanchor="bottom", font=dict(size=11, color="#64748b"))
     fig.update_xaxes(title="layer", dtick=1)
     fig.update_yaxes(range=[0.4, 1.02], row=1, col=1)
     sub = "; ".join(missing) if missing else "the first two need the preset's labels; the silhouette needs none"
@@ -302,7 +308,7 @@ def run(preset_key: str, text: str, word: str, model: str, method: str, progress
         gr.update(maximum=max(1, a.n_layers - 1), value=layer, interactive=a.n_layers > 1),
         gr.update(value=map_figure(static, 0, "pca", 280)[0], visible=True)
         if static is not None and a.kind != "static" else gr.update(visible=False),
-        fig_map, heatmap_figure(a, layer), layers_figure(a), curves_figure(results, a.word),
+        fig_map, heatmap_figure(a, layer), layers_figure(a), curves_figure(results, a.word, a.best_layer if a.n_layers > 1 else None),
         gr.update(visible=mix_visible),
         mix_figure(a, ctx.mix_view(a, [0.0] * 3, 1.0)) if mix_visible else _empty(),
         "" if mix_visible else f"The sliders appear for a three-layer model (ELMo); {a.model} has {a.n_layers} "
