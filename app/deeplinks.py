@@ -27,7 +27,12 @@ Adopting it in a station is one call inside `build()`, after the components exis
   with its own button; a link presses the button of the first input it names (or, when
   it names none, the button of a `register(KEY, run=button)` call without inputs).
 - In-app links (the Overview's "open station" buttons) use `link_button(...)`: the same
-  resolution, without reloading the page.
+  resolution, without reloading the page. The Overview's presets (assets/timeline.json)
+  use these names: word_vectors `word`, `expression`, `words`; contextual `word`,
+  `model` (`bert`/`elmo`); attention `text`; cnn `image` (a packaged image's name, e.g.
+  `chelsea`: register `(image_input, parse)` with a parse that returns its path);
+  vit_mae `layer`, `mask_ratio`, `masking`, `seed`; finetune `task`, `mode`. A name a
+  station has not declared is skipped (logged), and the tab still opens.
 
 `app.main.build_app` calls `wire(demo, tabs)` once, after every tab is built; standalone
 tab launches (`python -m app.tabs.<key>`) have no deep links.

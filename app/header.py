@@ -12,6 +12,7 @@ import gradio as gr
 
 from app import deeplinks, language, talk_mode
 from app.i18n import translator
+from app.tabs import overview
 
 KEY = "header"
 tr = translator(KEY)
@@ -37,7 +38,7 @@ def _page_js(*snippets: str) -> str:
     return "() => {\n" + calls + "\n}"
 
 
-PAGE_JS = _page_js(talk_mode.ON_LOAD_JS, language.ON_LOAD_JS)
+PAGE_JS = _page_js(talk_mode.ON_LOAD_JS, language.ON_LOAD_JS, overview.ON_LOAD_JS)
 MODULES = (talk_mode, language, sys.modules[__name__])
 
 

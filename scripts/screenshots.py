@@ -68,6 +68,13 @@ def shoot(url: str, keys: list[str], out: Path, talk: bool, lang: str, settle_ms
             page.goto(f"{url}?tab={key}&run=0&talk={int(talk)}", wait_until="load")
             page.wait_for_selector(f"#tab-{key}", state="visible", timeout=30_000)
             page.wait_for_timeout(settle_ms)
+            # Error toasts (often another tab's start-up) are reported here, then dismissed so the
+            # picture shows the tab itself.
+            for text in page.locator(".toast-wrap").all_inner_texts():
+                print(f"  note: a toast on {key}: {' '.join(text.split())[:160]}", flush=True)
+            for close in page.locator(".toast-close").all():
+                close.click()
+            page.wait_for_timeout(300)
             shot = out / f"{key}{suffix}.png"
             page.screenshot(path=str(shot))
             full = out / f"{key}{suffix}-full.png"

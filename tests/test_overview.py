@@ -89,3 +89,23 @@ def test_step_walks_the_story_and_stops_at_the_ends():
     assert overview.step("", -1) == overview.STORY[-1]
     assert overview.step(overview.STORY[0], -1) == overview.STORY[0]
     assert overview.step("bow", 1) == "nnlm"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_clicking_a_milestone_on_the_map_focuses_it(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(app_url + "?tab=overview", wait_until="load")
+    page.wait_for_selector("#ptx-overview-map .js-plotly-plot", timeout=30_000)
+    page.wait_for_function("!!document.querySelector('#ptx-overview-map .js-plotly-plot').__ptxLayout",
+                           timeout=30_000)
+    # Where plotly drew the ViT marker, in page pixels.
+    x, y = page.evaluate("""() => {
+      const gd = document.querySelector('#ptx-overview-map .js-plotly-plot');
+      const box = gd.getBoundingClientRect(), fl = gd._fullLayout;
+      for (const t of gd._fullData) { const i = (t.customdata || []).indexOf('vit');
+        if (i >= 0) return [box.left + fl._size.l + fl.xaxis.l2p(t.x[i]), box.top + fl._size.t + fl.yaxis.l2p(t.y[i])]; }
+    }""")
+    page.mouse.click(x, y)
+    page.wait_for_selector("#ptx-card-vit", state="visible", timeout=30_000)
+    page.close()

@@ -152,7 +152,7 @@ def _map_figure(focus: str, tl: Timeline) -> go.Figure:
         legend={"orientation": "h", "x": 0.5, "xanchor": "center", "y": -0.06, "yanchor": "top",
                 "font": {"size": 13}, "bgcolor": "rgba(255,255,255,0)"},
         hoverlabel={"font": {"size": 14, "family": FONT}, "align": "left", "bgcolor": "white"},
-        showlegend=True,
+        showlegend=True, modebar={"orientation": "v"},
     )
     return fig
 
@@ -178,8 +178,8 @@ def _strings() -> dict[str, dict[str, str]]:
         "en": {
             "title": TITLE,
             "lead": "Pretraining grew along two lines, **language** (top) and **vision** (bottom), that meet in the "
-                    "**Transformer**. Hover a dot for what it solved; pick a milestone (or step with ◀ ▶) to trace "
-                    "what led to it, then open its station.",
+                    "**Transformer**. Hover a dot for what it solved; click it (or step with ◀ ▶) to trace what led "
+                    "to it, then open its station.",
             "focus": "Milestone", "whole": "The whole map", "prev": "◀ Earlier", "next": "Later ▶",
             "intro_card": "### How to read the map\nEach dot is a milestone at the year of its first paper; solid "
                           "arrows follow a line of work, dashed ones come from the Transformer, dotted ones mark an "
@@ -189,7 +189,7 @@ def _strings() -> dict[str, dict[str, str]]:
         "zh": {
             "title": "总览",
             "lead": "预训练沿两条路线发展：上方是**语言**，下方是**视觉**，两者在 **Transformer** 交汇。鼠标停在圆点上可看它解决了"
-                    "什么；选择一个里程碑（或用 ◀ ▶ 逐个前进），看它从何而来，再打开对应的演示站。",
+                    "什么；点击它（或用 ◀ ▶ 逐个前进），看它从何而来，再打开对应的演示站。",
             "focus": "里程碑", "whole": "整张地图", "prev": "◀ 更早", "next": "更晚 ▶",
             "intro_card": "### 怎么看这张图\n每个圆点是一个里程碑，位置是它首篇论文的年份；实线箭头沿着一条研究脉络，虚线来自 "
                           "Transformer，点线表示跨路线借鉴的想法（GPT → iGPT，BERT → BEiT 和 MAE）。2012 年之后的"
@@ -222,12 +222,36 @@ def step(focus: str, delta: int) -> str:
     return STORY[max(0, min(len(STORY) - 1, STORY.index(focus) + delta))]
 
 
+# Page JS (run once at load through app/header.py): a click on a milestone in the map
+# writes its id into a hidden textbox, whose change event focuses that milestone. Plotly
+# replaces its plot on every new figure, so the handler is re-attached when that happens.
+ON_LOAD_JS = """
+() => {
+  const bind = () => {
+    const gd = document.querySelector('#ptx-overview-map .js-plotly-plot');
+    if (!gd || typeof gd.on !== 'function' || gd.__ptxLayout === gd._fullLayout) return;
+    gd.__ptxLayout = gd._fullLayout;
+    if (gd.removeAllListeners) gd.removeAllListeners('plotly_click');
+    gd.on('plotly_click', (ev) => {
+      const id = ev && ev.points && ev.points[0] && ev.points[0].customdata;
+      const box = document.querySelector('#ptx-overview-clicked textarea, #ptx-overview-clicked input');
+      if (!id || typeof id !== 'string' || !box) return;
+      box.value = id;
+      box.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+  };
+  setInterval(bind, 700);
+}
+"""
+
+
 def build() -> None:
     tl = load_timeline()
     gr.Markdown(tr("lead"), elem_classes=["ptx-explain"])
     with gr.Row(equal_height=False):
         with gr.Column(scale=7, min_width=600):
             plot = gr.Plot(map_figure(""), show_label=False, elem_id="ptx-overview-map")
+            clicked = gr.Textbox(visible="hidden", elem_id="ptx-overview-clicked")
         with gr.Column(scale=3, min_width=320, elem_id="ptx-overview-side"):
             focus = gr.Dropdown(_choices(), value="", label=tr("focus"), elem_id="ptx-overview-focus")
             with gr.Row():
@@ -259,6 +283,7 @@ def build() -> None:
     focus.change(show, inputs=focus, outputs=[plot, intro, *cards], **quick)
     prev_btn.click(lambda f: step(f, -1), inputs=focus, outputs=focus, **quick)
     next_btn.click(lambda f: step(f, 1), inputs=focus, outputs=focus, **quick)
+    clicked.change(lambda c: c if c in STORY else gr.skip(), inputs=clicked, outputs=focus, **quick)
     deeplinks.register(KEY, {"focus": focus})
 
 
