@@ -223,8 +223,8 @@ def curves_figure(results: list[dict[str, Any]], word: str, best: int | None = N
     if best is not None:
         for c in range(3):
             fig.add_vline(x=best, line=dict(color="#64748b", width=1, dash="dot"), row=1, col=c + 1)
-        fig.add_annotation(text="clearest split", x=best, y=1.0, xref="x", yref="y domain", showarrow=False,
-                           yanchor="bottom", font=dict(size=11, color="#64748b"))
+        fig.add_annotation(text="clearest split", x=best, y=0.02, xref="x", yref="y domain", showarrow=False,
+                           xanchor="left", yanchor="bottom", font=dict(size=11, color="#64748b"))
     fig.update_xaxes(title="layer", dtick=1)
     fig.update_yaxes(range=[0.4, 1.02], row=1, col=1)
     sub = "; ".join(missing) if missing else "the first two need the preset's labels; the silhouette needs none"
@@ -346,10 +346,11 @@ def build() -> None:
         with gr.Column(scale=1, min_width=300):
             preset = gr.Dropdown([(p.title["en"], k) for k, p in presets.items()] + [("my own sentences", "")],
                                  value=default.key, label=tr("preset"))
+            model = gr.Dropdown(ctx.model_choices(), value="bert", label=tr("model"))
             with gr.Row():
-                word = gr.Textbox(default.word, label=tr("word"), max_lines=1, min_width=120)
-                model = gr.Dropdown(ctx.model_choices(), value="bert", label=tr("model"), min_width=120)
-            method = gr.Radio([("PCA", "pca"), ("UMAP", "umap")], value="pca", label=tr("method"))
+                word = gr.Textbox(default.word, label=tr("word"), max_lines=1, min_width=100)
+                method = gr.Radio([("PCA", "pca"), ("UMAP", "umap")], value="pca", label=tr("method"),
+                                  min_width=150)
             go_btn = gr.Button(tr("run"), variant="primary")
             text = gr.Textbox(default.text, lines=7, max_lines=7, label=tr("sentences"))
         with gr.Column(scale=3):
