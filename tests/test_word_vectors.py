@@ -255,6 +255,18 @@ def test_user_file_is_registered_and_named(tiny):
     assert ids.index("glove-6b-50d") < ids.index("tiny")  # GloVe stays the default
 
 
+def test_a_user_file_never_shadows_a_known_name(checkpoints):
+    from engine.models.static_vectors import discover
+
+    (checkpoints / "glove.6B.100d.txt").write_text("the 0.1 0.2\nking 0.3 0.1\n")
+    try:
+        assert discover() == ["glove.6B.100d.txt"]  # "glove" is already an alias of GloVe 6B 50d
+        assert REGISTRY.spec("static_vectors", "glove").id == "glove-6b-50d"
+    finally:
+        REGISTRY._specs["static_vectors"] = [s for s in REGISTRY._specs["static_vectors"]
+                                             if s.id != "glove.6B.100d.txt"]
+
+
 def test_trained_folder_is_pinned_to_its_manifest(checkpoints):
     from gensim.models import KeyedVectors
 

@@ -190,6 +190,7 @@ def discover() -> list[str]:
 
     known = {s.id for s in REGISTRY._specs.get("static_vectors", [])}
     known |= {ref.ref for s in REGISTRY._specs.get("static_vectors", []) for ref in s.sources}
+    known |= {alias for s in REGISTRY._specs.get("static_vectors", []) for alias in s.aliases}
     added: list[str] = []
     trained = paths.trained_dir()
     if trained.is_dir():
