@@ -324,6 +324,7 @@ def save(model, config: Word2VecConfig, history: list[dict[str, float]], n_words
         "seconds": round(seconds, 1),
         "minutes": round(seconds / 60, 2),
         "gensim": gensim.__version__,
+        "determinism": "seeded; with more than one worker thread gensim's scheduling makes runs differ slightly",
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     manifest["metrics"] = _analogy_metrics(model.wv, config.model_id)
