@@ -321,19 +321,26 @@ def normalise01(a: np.ndarray) -> np.ndarray:
     return np.zeros_like(a, dtype=np.float32) if hi - lo < 1e-12 else ((a - lo) / (hi - lo)).astype(np.float32)
 
 
-def channel_grid(act: torch.Tensor, channels: list[int], tile: int = 112, cols: int = 4, gap: int = 4) -> np.ndarray:
+def channel_grid(act: torch.Tensor, channels: list[int], tile: int = 112, cols: int = 4, gap: int = 4,
+                 base: Image.Image | None = None) -> np.ndarray:
     """Feature maps of chosen channels as one picture.
 
-    act: (C, H, W); each channel is scaled to its own [0, 1], coloured and resized to
-    tile x tile (nearest, so coarse maps show their real grid). Returns (rows*tile +
-    gaps, cols*tile + gaps, 3) uint8 on white.
+    act: (C, H, W); each channel is scaled to its own [0, 1] and coloured. Without
+    `base`, each map is resized to tile x tile (nearest, so coarse maps show their real
+    grid); with `base` (the image the model saw), each map is laid over it (`overlay`).
+    Returns (rows*tile + gaps, cols*tile + gaps, 3) uint8 on white.
     """
     rows = max(1, -(-len(channels) // cols))
     out = np.full((rows * tile + (rows - 1) * gap, cols * tile + (cols - 1) * gap, 3), 255, np.uint8)
+    small = base.convert("RGB").resize((tile, tile), Image.BICUBIC) if base is not None else None
     for n, c in enumerate(channels):
-        tile_img = Image.fromarray(colormap(normalise01(act[c].numpy()))).resize((tile, tile), Image.NEAREST)
+        heat = normalise01(act[c].numpy())
+        if small is not None:
+            tile_arr = overlay(small, heat, alpha=0.85)
+        else:
+            tile_arr = np.asarray(Image.fromarray(colormap(heat)).resize((tile, tile), Image.NEAREST))
         r, q = divmod(n, cols)
-        out[r * (tile + gap): r * (tile + gap) + tile, q * (tile + gap): q * (tile + gap) + tile] = np.asarray(tile_img)
+        out[r * (tile + gap): r * (tile + gap) + tile, q * (tile + gap): q * (tile + gap) + tile] = tile_arr
     return out
 
 
@@ -436,10 +443,11 @@ def receptive_box(shown: Image.Image, stage: Stage, act_map: torch.Tensor) -> np
     return np.asarray(img)
 
 
-def stage_view(image: Any, index: int, model_id: str = "", n_channels: int = 8) -> dict:
+def stage_view(image: Any, index: int, model_id: str = "", n_channels: int = 8, over_image: bool = False) -> dict:
     """One step of the hierarchy for the stepper.
 
-    index: 0 = input ... last = logits (clipped into range).
+    index: 0 = input ... last = logits (clipped into range); over_image: lay each map
+    over the image instead of showing it alone.
     Returns {model, model_id, index, n_stages, names, stage: Stage.info(), channels (the
     n most active, best first), channel_means (their mean activations), grid ((rows*112,
     cols*112, 3) uint8 of their maps, None at the logits), box ((H, W, 3) uint8: the
@@ -457,7 +465,8 @@ def stage_view(image: Any, index: int, model_id: str = "", n_channels: int = 8) 
     if stage.name != "logits":
         channels = top_channels(stage.act, n_channels) if stage.name != "input" else [0, 1, 2]
         means = [float(stage.act[c].mean()) for c in channels]
-        grid = channel_grid(stage.act, channels, cols=4 if len(channels) > 3 else 3)
+        base = prep.shown if over_image and stage.name != "input" else None
+        grid = channel_grid(stage.act, channels, cols=4 if len(channels) > 3 else 3, base=base)
         if stage.name != "input":
             box = receptive_box(prep.shown, stage, stage.act[channels[0]])
     return {"model": loaded.label(), "model_id": loaded.spec.id, "index": index, "n_stages": len(st),

@@ -197,6 +197,13 @@ def visualise(layer: str, channel: int, model_id: str = "", steps: int = 128, si
     return result
 
 
+def enlarge(image: np.ndarray, side: int = 256) -> np.ndarray:
+    """(h, w, 3) uint8 -> (side, side, 3) uint8, bicubic, for showing a small painting big."""
+    from PIL import Image
+
+    return np.asarray(Image.fromarray(image).resize((side, side), Image.BICUBIC))
+
+
 # ------------------------------------------------------------------ the precomputed gallery
 def gallery_dir(model_id: str) -> Path:
     """Where the precomputed pictures for a model live: assets/feature_vis/<model id>/."""

@@ -42,6 +42,7 @@ STRINGS = {
         "next": "Next ▶",
         "stage": "Stage (0 = input … last = the 1000 class scores)",
         "grid": "The most active channels at this stage",
+        "over": "Maps over the image",
         "box": "Receptive field of one unit",
         "vis_explain": "**Activation maximisation.** Start from faint noise and change the *image* (never the "
                        "network) step by step so that one channel fires as strongly as possible. Tricks from "
@@ -111,6 +112,7 @@ STRINGS = {
         "next": "下一步 ▶",
         "stage": "阶段（0 = 输入 … 最后 = 1000 个类别分数）",
         "grid": "这一阶段最活跃的通道",
+        "over": "叠加在图像上",
         "box": "一个单元的感受野",
         "vis_explain": "**激活最大化。** 从微弱的噪声出发，一步步修改*图像*（而不是网络），让某个通道尽可能强地激活。"
                        "借鉴 Lucid/Lucent 的技巧让结果可读：图像由频率构成（先有大形状），使用去相关的颜色，"
@@ -157,20 +159,24 @@ FONT = dict(size=14)
 ACCENT, MUTED = "#4f46e5", "#cbd5e1"
 
 
-class SafeImage(gr.Image):
-    """gr.Image (type="filepath") that hands files PIL cannot open straight to the engine,
-    so `engine.images.load_image` says what is wrong (a PDF, text, a bomb) instead of
-    Gradio failing with a bare "Error". Renders as the ordinary image component."""
+def safe_image(**kwargs) -> gr.Image:
+    """A gr.Image (type="filepath") whose upload step hands files PIL cannot open straight
+    to the engine, so `engine.images.load_image` says what is wrong (a PDF, text, a bomb)
+    instead of Gradio failing with a bare "Error". (Patched on the instance: a gr.Image
+    subclass would make Gradio write a .pyi stub beside this file.)"""
+    image = gr.Image(type="filepath", **kwargs)
+    original = image.preprocess
 
-    is_template = True
-
-    def preprocess(self, payload):  # type: ignore[override]
+    def preprocess(payload):
         try:
-            return super().preprocess(payload)
+            return original(payload)
         except Exception:
-            if payload is not None and payload.path:
+            if payload is not None and getattr(payload, "path", None):
                 return str(payload.path)
             raise
+
+    image.preprocess = preprocess  # type: ignore[method-assign]
+    return image
 
 
 # ---------------------------------------------------------------- API (API.md)
@@ -203,7 +209,7 @@ def pyramid_figure(view: dict, height: int = 300) -> go.Figure:
                            hoverinfo="text"))
     fig.update_yaxes(type="log", title="channels (log scale)", tickvals=[3, 10, 30, 100, 300, 1000],
                      range=[0.3, 3.6])
-    return _layout(fig, f"Channels × height × width per stage · {view['model']}", height)
+    return _layout(fig, f"Channels × height × width per stage<br><sup>{view['model']}</sup>", height)
 
 
 def transfer_figure(result: dict, labels: dict[str, str], height: int = 380) -> go.Figure:
@@ -223,9 +229,10 @@ def transfer_figure(result: dict, labels: dict[str, str], height: int = 380) -> 
                   annotation_text=labels["frozen"], annotation_position="top right")
     fig.add_hrect(y0=-0.05, y1=0.5, fillcolor="#fee2e2", opacity=0.45, line_width=0,
                   annotation_text=labels["finetune"], annotation_position="bottom left")
-    fig.update_yaxes(range=[-0.05, 1.08], title="similarity of channel statistics (cosine of Gram matrices)")
+    fig.update_yaxes(range=[-0.05, 1.08], title="Gram-matrix similarity")
     a, b = result["top_a"][0]["label"].split(",")[0], result["top_b"][0]["label"].split(",")[0]
-    fig = _layout(fig, f"“{a}” vs “{b}”, stage by stage · {result['model']}", height)
+    fig = _layout(fig, f"“{a}” vs “{b}”: how alike each stage finds them<br><sup>{result['model']} · cosine of "
+                       "channel co-activation (Gram) matrices</sup>", height)
     fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.15))
     return fig
 
@@ -252,12 +259,10 @@ def _stage_markdown(view: dict) -> str:
             f"**{s['channels']} channels × {s['height']} × {s['width']}** · {body}")
 
 
-def _step(image: str | None, model: str, index: int, delta: int = 0):
-    """Stepper outputs: stage index (clipped), markdown, channel grid, receptive-field picture,
-    pyramid, and the feature-vis layer/channel set to this stage's most active channel."""
-    if not image:
-        raise gr.Error("Pick or upload an image first.")
-    view = cnn.stage_view(image, int(index) + delta, model)
+def _view_outputs(view: dict) -> tuple:
+    """Stepper outputs from a stage view: stage index (clipped), markdown, channel grid,
+    receptive-field picture, pyramid, and the feature-vis layer/channel set to this stage's
+    most active channel."""
     layer_choices = [n for n in view["names"] if n != "input"]
     name = view["stage"]["name"]
     vis_layer = name if name in layer_choices else layer_choices[0]
@@ -266,18 +271,24 @@ def _step(image: str | None, model: str, index: int, delta: int = 0):
             pyramid_figure(view), gr.update(choices=layer_choices, value=vis_layer), vis_channel)
 
 
-def _analyse(image: str | None, model: str, index: int, progress=gr.Progress()):
+def _step(image: str | None, model: str, index: int, over: bool = True, delta: int = 0) -> tuple:
+    if not image:
+        raise gr.Error("Pick or upload an image first.")
+    return _view_outputs(cnn.stage_view(image, int(index) + delta, model, over_image=bool(over)))
+
+
+def _analyse(image: str | None, model: str, index: int, over: bool, progress=gr.Progress()):
     """A new image or model: top-5, provenance, target choices, stepper."""
     if not image:
         return ({}, "", gr.update(), gr.update(), *[gr.update()] * 7)
     announce_loading(cnn.ROLE, model, progress)
     result = cnn.classify(image, 5, model)
     attribution.warm_in_background(result["model_id"])  # captum import + first backward, off the click path
-    view = cnn.stage_view(image, index, model)
+    view = cnn.stage_view(image, index, model, over_image=bool(over))
     provenance = f"{result['model']} · {result['seconds'] * 1000:.0f} ms forward"
     targets = [(f"{p['label']} ({p['score']:.0%})", str(p["index"])) for p in result["predictions"]]
     gradcam_stages = list(attribution.gradcam_layers(cnn.get_model(model)))
-    stepped = _step(image, model, min(int(index), view["n_stages"] - 1))
+    stepped = _view_outputs(view)
     return (_labels(result["predictions"]), provenance, gr.update(choices=[("", "")] + targets, value=""),
             gr.update(choices=gradcam_stages, value=gradcam_stages[-1]),
             gr.update(maximum=view["n_stages"] - 1, value=stepped[0]), *stepped[1:])
@@ -295,7 +306,7 @@ def _gallery(model: str) -> tuple[list[tuple[str, str]], str]:
 def _paint(model: str, layer: str, channel: int, steps: int, seed: int):
     for r in feature_vis.visualise_steps(layer, channel, model, steps=steps, size=128, seed=seed, every=16):
         what = f"class {r['label']}" if r["label"] else f"channel {r['channel']}"
-        yield r["image"], (f"{r['layer']} · {what} · step {r['step']}/{r['steps']} · "
+        yield feature_vis.enlarge(r["image"], 256), (f"{r['layer']} · {what} · step {r['step']}/{r['steps']} · "
                            f"activation {r['objective'][-1][1]:.2f} · {r['seconds']:.1f} s · {r['model']}")
 
 
@@ -340,7 +351,7 @@ def build() -> None:
     gr.Markdown(tr("intro"), elem_classes=["ptx-explain"])
     with gr.Row():
         with gr.Column(scale=3, min_width=280):
-            image = SafeImage(type="filepath", sources=["upload", "clipboard"], label=tr("image"), height=210)
+            image = safe_image(sources=["upload", "clipboard"], label=tr("image"), height=210)
             model = gr.Dropdown(choices=cnn.model_choices(), value=cnn.default_model_id(), label=tr("model"))
         with gr.Column(scale=4, min_width=300):
             gr.Examples(examples=[[p] for p in example_files], inputs=[image], label=tr("examples"),
@@ -356,7 +367,9 @@ def build() -> None:
                 prev_btn = gr.Button(tr("prev"), scale=1, size="sm")
                 stage = gr.Slider(0, 10, value=3, step=1, label=tr("stage"), scale=6)
                 next_btn = gr.Button(tr("next"), scale=1, size="sm")
-            stage_md = gr.Markdown()
+            with gr.Row(equal_height=True):
+                stage_md = gr.Markdown()
+                over = gr.Checkbox(value=True, label=tr("over"), scale=0, min_width=200)
             with gr.Row():
                 grid = gr.Image(label=tr("grid"), height=300, interactive=False, format="png")
                 box = gr.Image(label=tr("box"), height=300, interactive=False, format="png")
@@ -364,7 +377,7 @@ def build() -> None:
         with gr.Tab(tr("tab_vis")):
             gr.Markdown(tr("vis_explain"), elem_classes=["ptx-explain"])
             items, note = _gallery("")
-            gallery = gr.Gallery(value=items, label=tr("gallery"), columns=8, height=400, object_fit="contain",
+            gallery = gr.Gallery(value=items, label=tr("gallery"), columns=9, height="auto", object_fit="contain",
                                  allow_preview=True)
             gallery_note = gr.Markdown(note, elem_classes=["ptx-provenance"])
             with gr.Row():
@@ -404,7 +417,7 @@ def build() -> None:
             gr.Markdown(tr("transfer_explain"), elem_classes=["ptx-explain"])
             with gr.Row():
                 with gr.Column(scale=2, min_width=260):
-                    image_b = SafeImage(type="filepath", sources=["upload", "clipboard"], label=tr("image_b"),
+                    image_b = safe_image(sources=["upload", "clipboard"], label=tr("image_b"),
                                        height=220, value=example_files[1])
                     gr.Examples(examples=[[p] for p in example_files], inputs=[image_b], examples_per_page=8)
                     compare_btn = gr.Button(tr("compare"), variant="primary")
@@ -417,12 +430,13 @@ def build() -> None:
     # ------------------------------------------------------------ events (UI: private)
     private = {"api_visibility": "private", **DEVICE_QUEUE}
     step_outputs = [stage, stage_md, grid, box, pyramid, vis_layer, vis_channel]
-    gr.on([image.change, model.change], guarded(_analyse), inputs=[image, model, stage],
+    gr.on([image.change, model.change], guarded(_analyse), inputs=[image, model, stage, over],
           outputs=[top5, provenance, target, gc_stage, *step_outputs], **private)
-    stage.release(guarded(_step), inputs=[image, model, stage], outputs=step_outputs, **private)
-    prev_btn.click(guarded(lambda i, m, s: _step(i, m, s, -1)), inputs=[image, model, stage],
+    step_inputs = [image, model, stage, over]
+    gr.on([stage.release, over.change], guarded(_step), inputs=step_inputs, outputs=step_outputs, **private)
+    prev_btn.click(guarded(lambda i, m, s, o: _step(i, m, s, o, -1)), inputs=step_inputs,
                    outputs=step_outputs, **private)
-    next_btn.click(guarded(lambda i, m, s: _step(i, m, s, +1)), inputs=[image, model, stage],
+    next_btn.click(guarded(lambda i, m, s, o: _step(i, m, s, o, +1)), inputs=step_inputs,
                    outputs=step_outputs, **private)
     model.change(_gallery, inputs=model, outputs=[gallery, gallery_note], api_visibility="private")
     paint_btn.click(guarded(_paint), inputs=[model, vis_layer, vis_channel, vis_steps, vis_seed],
