@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.stations import stations
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
@@ -25,6 +27,15 @@ def test_talk_mode_toggles_by_button_and_keyboard_and_nothing_overflows(app_url,
     assert _font_px(page, "#ptx-header p") >= body_px * 1.25
     # Nothing wider than the projector's 1280 pixels.
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+    # Every tab, in talk mode, still fits the projector's width.
+    for module in stations():
+        page.get_by_role("tab", name=module.TITLE, exact=True).click()
+        page.wait_for_selector(f"#tab-{module.KEY}", state="visible", timeout=30_000)
+        page.wait_for_timeout(300)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 1280, f"{module.KEY} is {width} px wide in talk mode"
+    page.get_by_role("tab", name="Overview", exact=True).click()
 
     page.keyboard.press("Alt+t")
     assert not page.evaluate("document.body.classList.contains('ptx-talk')")
