@@ -45,7 +45,7 @@ def questions(category: str | None = None) -> list[tuple[str, str, str, str, str
     return out
 
 
-def evaluate(table: VectorTable, limit: int | None = None, k: int = 5, batch: int = 256) -> dict[str, Any]:
+def evaluate(table: VectorTable, limit: int | None = None, k: int = 5, batch: int = 64) -> dict[str, Any]:
     """Accuracy of `table` on the set: the answer d must be among the top k words (input
     words left out), searching the `limit` most frequent words (None = all).
 

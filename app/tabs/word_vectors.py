@@ -54,6 +54,11 @@ STRINGS = {
         "preset": "Preset by category",
         "k": "How many answers",
         "examples": "Examples",
+        "scores": "How good are these vectors? Our analogy set",
+        "scores_explain": "About 1,100 questions we wrote in seven categories (capitals, gender, plural, "
+                          "comparative, tense, currency, nationality). An answer counts if it is among the top 1 "
+                          "or top 5 words, input words left out, searching the vocabulary limit chosen above.",
+        "score": "Score the selected model",
         "limit": "Vocabulary limit (most frequent words)",
         "solve": "Solve",
         "neighbors_explain": "The nearest words are those whose vectors point the same way. Type one word, or an "
@@ -125,6 +130,10 @@ STRINGS = {
         "preset": "按类别的预设",
         "k": "答案个数",
         "examples": "示例",
+        "scores": "这些向量有多好？我们的类比测试集",
+        "scores_explain": "我们自己写的约 1,100 道题，分七类（首都、性别、复数、比较级、时态、货币、国籍）。"
+                          "正确答案排在前 1 或前 5 个词中（不含输入词）即算对，在上面选定的词表上限内查找。",
+        "score": "给所选模型打分",
         "limit": "词表上限（最常见的词）",
         "solve": "求解",
         "neighbors_explain": "最近的词就是向量方向最接近的词。输入一个词，或像 *bank + river* 这样的表达式。",
@@ -287,6 +296,25 @@ def run_analogy(expression: str, k: float, limit: str, model: str, progress=gr.P
         title += f"<br><sup>amber: beyond the {small['vocab_limit']:,} most frequent words</sup>"
         return _bars(merged, title, {r["word"] for r in outside}), "\n\n".join(lines)
     return _bars(small["results"], title), "\n\n".join(lines)
+
+
+def run_scores(limit: str, model: str, progress=gr.Progress()):
+    announce_loading("static_vectors", model, progress)
+    r = analogy_set.evaluate_model(model, limit=LIMITS.get(limit, 0) or None, k=5)
+    cats = list(r["by_category"])
+    fig = go.Figure([
+        go.Bar(name="top-1", x=cats, y=[r["by_category"][c]["top1"] for c in cats], marker_color="#94a3b8"),
+        go.Bar(name="top-5", x=cats, y=[r["by_category"][c]["topk"] for c in cats], marker_color="#4f46e5"),
+    ])
+    fig.update_layout(barmode="group", height=360, font=FONT, margin=dict(l=10, r=10, t=70, b=30),
+                      yaxis=dict(range=[0, 1], tickformat=".0%"), legend=dict(orientation="h", y=1.02, x=1,
+                                                                               xanchor="right", yanchor="bottom"),
+                      title=f"Analogy set, {r['vocab_limit']:,} words searched · {r['model']}")
+    note = (f"{r['questions']} questions (b − a + c = d, two pairs of one category): top-1 **{r['top1']:.0%}**, "
+            f"top-5 **{r['topk']:.0%}**"
+            + (f"; {r['not_covered']} have a word outside the searched vocabulary and count as wrong." if r["not_covered"]
+               else ".") + f" ({r['seconds']:.1f} s)")
+    return fig, note
 
 
 def run_neighbors(word: str, k: float, limit: str, model: str, progress=gr.Progress()):
@@ -473,6 +501,11 @@ def build() -> None:
                 with gr.Column(scale=3):
                     analogy_plot = gr.Plot(lambda: _first(run_analogy, 0, "king - man + woman", 8, "100,000", ""),
                                            show_label=False)
+            with gr.Accordion(tr("scores"), open=False):
+                gr.Markdown(tr("scores_explain"))
+                score_btn = gr.Button(tr("score"), size="sm")
+                score_note = gr.Markdown()
+                score_plot = gr.Plot(show_label=False)
         with gr.Tab(tr("t_neighbors")):
             gr.Markdown(tr("neighbors_explain"), elem_classes=["ptx-explain"])
             with gr.Row():
@@ -567,6 +600,7 @@ def build() -> None:
     solve_args = (guarded(run_analogy), [expression, k, limit, model], [analogy_plot, analogy_note])
     preset.input(lambda p: p or gr.update(), [preset], [expression], **PRIVATE).then(*solve_args, **q)
     gr.on([solve.click, expression.submit], *solve_args, **q)
+    score_btn.click(guarded(run_scores), [limit, model], [score_plot, score_note], **q)
     nb_args = (guarded(run_neighbors), [nb_word, nb_k, nb_limit, model], [nb_plot, nb_note])
     nb_preset.input(lambda p: p or gr.update(), [nb_preset], [nb_word], **PRIVATE).then(*nb_args, **q)
     gr.on([find.click, nb_word.submit], *nb_args, **q)
