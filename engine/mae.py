@@ -373,3 +373,84 @@ def to_uint8(img: np.ndarray, scale: int = 1) -> np.ndarray:
     if scale > 1:
         out = out.repeat(scale, axis=0).repeat(scale, axis=1)
     return out
+
+
+# ---------------------------------------------------------------- the station's entry points
+def display_scale(size: int, target: int = 224) -> int:
+    """Integer enlargement that shows a small model input at about `target` pixels."""
+    return max(1, math.ceil(target / size))
+
+
+def save_png(img: np.ndarray, prefix: str) -> str:
+    """Save a uint8 (H, W, 3) image under outputs_dir()/mae/ (named by content) and return the path."""
+    from PIL import Image
+
+    from engine import paths
+
+    folder = paths.outputs_dir() / "mae"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{prefix}-{hashlib.sha1(img.tobytes() + str(img.shape).encode()).hexdigest()[:20]}.png"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp.png")
+        Image.fromarray(img).save(tmp, optimize=False, compress_level=1)
+        tmp.replace(path)
+    return str(path)
+
+
+def reconstruct(image: Any, mask_ratio: Any, seed: Any, model: str = "", kind: str = "random"):
+    """Validate, load the MAE (registry cache), reconstruct. Returns (LoadedModel, Reconstruction)."""
+    from engine.images import load_image
+    from engine.registry import REGISTRY
+
+    ratio, seed_i, kind = check_ratio(mask_ratio), check_seed(seed), check_kind(kind)
+    image = load_image(image)  # a bad upload is reported before any model loads
+    loaded = REGISTRY.get("mae", (model or "").strip())
+    runner: MAERunner = loaded.obj
+    img = runner.prepare(image)
+    return loaded, runner.reconstruct_array(img, ratio, seed_i, kind)
+
+
+def panels(rec: Reconstruction) -> dict[str, np.ndarray]:
+    """The four panels as enlarged uint8 images (nearest neighbour: patches stay square)."""
+    s = display_scale(rec.original.shape[0])
+    return {k: to_uint8(getattr(rec, k), s) for k in ("original", "masked", "reconstruction", "composite")}
+
+
+def result(loaded: Any, rec: Reconstruction, seed: int, kind: str, files: bool = True) -> dict[str, Any]:
+    """The /mae result (API.md keys plus extras); images saved as PNG paths when `files`."""
+    runner: MAERunner = loaded.obj
+    out: dict[str, Any] = {
+        "model": loaded.label(), "model_id": loaded.spec.id, "source": loaded.source_kind,
+        "patch_size": rec.patch, "grid": list(rec.grid), "image_size": runner.image_size,
+        "mask": rec.mask.astype(int).tolist(), "mask_ratio": rec.ratio, "seed": seed, "kind": kind,
+        "hidden": int(rec.mask.sum()), "psnr_masked": rec.psnr_masked, "psnr_mean_fill": rec.psnr_mean_fill,
+        "norm_pix_loss": runner.norm_pix_loss, "note": loaded.spec.note,
+    }
+    if files:
+        out["images"] = {k: save_png(v, k) for k, v in panels(rec).items()}
+    return out
+
+
+def mae_endpoint(image: Any, mask_ratio: Any, seed: Any, model: str = "", kind: str = "random") -> dict[str, Any]:
+    """What `/mae` returns for one image (see API.md)."""
+    loaded, rec = reconstruct(image, mask_ratio, seed, model, kind)
+    return result(loaded, rec, check_seed(seed), check_kind(kind))
+
+
+def face_example_paths(n: int = 4) -> list[str]:
+    """A few held-out lfw_subset faces (never used to train mae-faces), saved once as PNG
+    under the cache, for the examples: 25 x 25 grey, as scikit-image ships them."""
+    from PIL import Image
+
+    from engine import paths
+    from engine.train.mae import FACES_HELD_OUT, _faces
+
+    faces = None
+    out = []
+    for i in FACES_HELD_OUT[:n]:
+        path = paths.cache_dir("examples") / f"lfw_face_{i}.png"
+        if not path.exists():
+            faces = _faces() if faces is None else faces
+            Image.fromarray((faces[i, 0].numpy() * 255).round().astype(np.uint8)).save(path)
+        out.append(str(path))
+    return out

@@ -116,14 +116,16 @@ class ViTRunner:
     def position_similarity(self) -> np.ndarray:
         """(rows, cols, rows, cols) cosine similarity between the learned position embeddings
         of every pair of patch positions, at this input size (DINOv2's 37 x 37 table is
-        interpolated to the grid exactly as the model does it)."""
+        interpolated to the grid exactly as the model does it). The mean embedding, shared
+        by all positions, is removed first so that what differs between positions shows."""
         if self._pos_sim is None:
             rows, cols = self.grid
             emb = self.model.embeddings
             with torch.inference_mode():
                 dummy = torch.zeros(1, 1 + rows * cols, emb.position_embeddings.shape[-1])
                 pos = emb.interpolate_pos_encoding(dummy, self.image_size, self.image_size)[0, 1:]  # (L, D)
-                pos = torch.nn.functional.normalize(pos.float(), dim=-1)
+                pos = pos.float() - pos.float().mean(dim=0, keepdim=True)
+                pos = torch.nn.functional.normalize(pos, dim=-1)
                 sim = (pos @ pos.T).cpu().numpy()  # (L, L)
             self._pos_sim = sim.reshape(rows, cols, rows, cols)
         return self._pos_sim
@@ -149,7 +151,8 @@ def rollout(att: np.ndarray, grid: tuple[int, int], upto: int | None = None) -> 
         a /= a.sum(axis=-1, keepdims=True)
         joint = a @ joint
     r = joint[0, 1:]
-    return (r / r.sum()).reshape(rows, cols)
+    total = r.sum()
+    return (r / total if total > 0 else r).reshape(rows, cols)  # all zeros if [CLS] only kept itself
 
 
 # ---------------------------------------------------------------- pictures
@@ -161,11 +164,14 @@ def _upsample(a: np.ndarray, size: int) -> np.ndarray:
 
 def heat_overlay(image: np.ndarray, heat: np.ndarray, alpha: float = 0.6) -> np.ndarray:
     """(S, S, 3) image + (rows, cols) heat -> (S, S, 3) uint8: the image dimmed, the heat
-    (scaled to its own max) painted in a warm colour map on top."""
+    (scaled to its 98th percentile, brighter clipped) painted in a warm colour map on top."""
     from matplotlib import colormaps
 
-    h = heat.astype(np.float64)
-    h = (h - h.min()) / (h.max() - h.min() + 1e-12)
+    h = heat.astype(np.float64) - heat.min()
+    # scale to the 98th percentile: a few "sink" patches (DINOv2's high-norm background tokens)
+    # would otherwise take the whole colour range and leave the rest dark
+    top = np.percentile(h, 98)
+    h = np.clip(h / (top if top > 0 else h.max() + 1e-12), 0, 1)
     colour = colormaps["inferno"](_upsample(h, image.shape[0]))[..., :3]
     out = (1 - alpha) * image * 0.9 + alpha * colour
     return (np.clip(out, 0, 1) * 255).round().astype(np.uint8)
@@ -181,9 +187,10 @@ def grid_overlay(image: np.ndarray, patch: int, colour=(1.0, 1.0, 1.0)) -> np.nd
     return (np.clip(out, 0, 1) * 255).round().astype(np.uint8)
 
 
-def token_strip(image: np.ndarray, patch: int, n: int = 12, gap: int = 4) -> np.ndarray:
+def token_strip(image: np.ndarray, patch: int, n: int = 12, gap: int = 4, scale: int = 1) -> np.ndarray:
     """uint8 strip: a [CLS] tile, then the first n patches in sequence (row-major), with gaps,
-    then '...' dots and the last patch: what the transformer reads, in order."""
+    then '...' dots and the last patch: what the transformer reads, in order. Height
+    patch * scale (nearest-neighbour enlargement)."""
     rows = image.shape[0] // patch
     tiles = [np.full((patch, patch, 3), 0.25)]  # [CLS]: a learned token, no pixels
     tiles[0][patch // 3: 2 * patch // 3, patch // 3: 2 * patch // 3] = (0.95, 0.75, 0.2)
@@ -196,6 +203,7 @@ def token_strip(image: np.ndarray, patch: int, n: int = 12, gap: int = 4) -> np.
     tiles += [dots, image[-patch:, -patch:]]
     spacer = np.ones((patch, gap, 3))
     strip = np.concatenate([t for tile in tiles for t in (tile, spacer)][:-1], axis=1)
+    strip = strip.repeat(scale, axis=0).repeat(scale, axis=1)
     return (np.clip(strip, 0, 1) * 255).round().astype(np.uint8)
 
 
@@ -210,3 +218,27 @@ def similarity_mosaic(sim: np.ndarray, step: int = 1, pad: int = 1) -> np.ndarra
         for b, j in enumerate(ci):
             out[a * tile_h: a * tile_h + rows, b * tile_w: b * tile_w + cols] = sim[i, j]
     return out
+
+
+# ---------------------------------------------------------------- the station's entry point
+def vit_attention(image: Any, layer: Any = -1, model: str = "") -> dict[str, Any]:
+    """What `/vit_attention` returns: [CLS] attention to each patch in one layer, averaged
+    over heads (rows x cols), plus per-head maps and the rollout through that layer."""
+    from engine.images import load_image
+    from engine.registry import REGISTRY
+
+    image = load_image(image)  # a bad upload is reported before any model loads
+    loaded = REGISTRY.get("vit", (model or "").strip())
+    runner: ViTRunner = loaded.obj
+    n_layers = int(runner.model.config.num_hidden_layers)
+    li = check_layer(layer, n_layers)
+    a = runner.attentions(image)
+    per_head = cls_attention(a.att, a.grid, li)  # (heads, rows, cols)
+    return {
+        "model": loaded.label(), "model_id": loaded.spec.id, "source": loaded.source_kind,
+        "grid": list(a.grid), "patch_size": runner.patch, "image_size": runner.image_size,
+        "layer": li, "layers": a.layers, "heads": a.heads,
+        "cls_attention": per_head.mean(axis=0), "per_head": per_head,
+        "rollout": rollout(a.att, a.grid, li), "forward_seconds": a.seconds,
+        "conversion_check": runner.info.get("conversion_check"),
+    }

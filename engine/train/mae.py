@@ -144,14 +144,19 @@ def batch_shuffle(b: int, grid: tuple[int, int], rng: np.random.Generator, block
 
 
 # ---------------------------------------------------------------- evaluation
+EVAL_SEEDS = {"random": (0, 1), "block": (0,), "grid": (0,)}
+
+
 def evaluate(runner: M.MAERunner, data: str, ratios=(0.25, 0.5, 0.75, 0.9, 0.95),
-             seeds=(0, 1), kinds=("random", "block", "grid")) -> dict[str, Any]:
+             seeds_by_kind: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
     """Mean held-out PSNR (dB, over hidden patches) per kind and ratio for the MAE and both
-    baselines, plus how often the MAE beats each baseline."""
+    baselines, plus how often the MAE beats each baseline (over images x mask seeds)."""
     imgs, names = held_out_images(data)
     grid, patch = runner.grid, runner.patch
-    result: dict[str, Any] = {"images": len(imgs), "seeds": list(seeds), "ratios": list(ratios), "kinds": {}}
-    for kind in kinds:
+    seeds_by_kind = seeds_by_kind or EVAL_SEEDS
+    result: dict[str, Any] = {"images": len(imgs), "seeds": {k: list(v) for k, v in seeds_by_kind.items()},
+                              "ratios": list(ratios), "kinds": {}}
+    for kind, seeds in seeds_by_kind.items():
         per: dict[str, dict[str, list[float]]] = {str(r): {"mae": [], "mean_fill": [], "biharmonic": []} for r in ratios}
         for img in imgs:
             for seed in seeds:
