@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from engine import paths
 from engine.elmo import BiLM, ElmoEmbedder
 from engine.registry import ModelSpec, register
 from engine.sources import Located, Source, sha256_file
@@ -76,6 +77,22 @@ register(ModelSpec(
          "port. Not on the hub: download the two files from AllenNLP and drop them there.",
 ))
 
+def _trained_note() -> str:
+    """The trained-here model's note, with its size and perplexities read from its manifest."""
+    base = ("A small biLM of the ELMo architecture (char CNN of 512 filters, 1 highway layer, 2 biLSTM "
+            "layers of 512 cells projected to 128, so 256-d vectors; about 3.0M parameters) trained here on "
+            "~1.8M words of Wikipedia leads and the World English Bible")
+    try:
+        m = json.loads((paths.trained_dir() / "elmo-small" / "manifest.json").read_text())
+        x = m["metrics"]
+        return (f"{base} for {m['minutes']:.0f} minutes on a shared CPU ({m['steps']} steps). Held-out "
+                f"perplexity forward {x['forward_ppl']:.0f} / backward {x['backward_ppl']:.0f} "
+                f"(bigram {x['bigram_forward_ppl']:.0f}, unigram {x['unigram_forward_ppl']:.0f}). "
+                "Far smaller and less trained than the official ELMo (93.6M parameters, 1B words).")
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{base}. Far smaller and less trained than the official ELMo (93.6M parameters, 1B words)."
+
+
 register(ModelSpec(
     id="elmo-small-here",
     role="contextual_elmo",
@@ -84,8 +101,5 @@ register(ModelSpec(
     load=_load_trained,
     aliases=("elmo-small",),
     params=3_000_000,
-    note="A small biLM of the ELMo architecture (3.0M parameters: char CNN of 512 filters, 1 highway, "
-         "2 biLSTM layers of 512 cells projected to 128, so 256-d vectors) trained here for about "
-         "50 CPU-minutes on ~1.8M words of Wikipedia leads and the World English Bible. "
-         "Far smaller and less trained than the official ELMo (93.6M parameters, 1B words).",
+    note=_trained_note(),
 ))
