@@ -62,3 +62,33 @@ def test_default_cnn_loads_offline_strictly_and_classifies_the_packaged_cat_and_
     assert {"tiger cat", "Egyptian cat", "tabby, tabby cat"} == cat_classes
     assert info.index_to_description(int(probs[1].argmax())) == "espresso"
     assert float(probs[1].max()) > 0.8
+
+
+def test_checkpoints_folder_with_timm_safetensors_wins_and_loads_strictly(checkpoints):
+    from safetensors.torch import save_file
+
+    from engine.registry import Registry
+
+    folder = checkpoints / "efficientnet-lite0"
+    folder.mkdir()
+    state = {k: v.contiguous() for k, v in REGISTRY.get("cnn", "efficientnet-lite0").obj.state_dict().items()}
+    save_file(state, str(folder / "model.safetensors"))
+    reg = Registry()
+    reg._specs_imported = True
+    reg.register(REGISTRY.spec("cnn", "efficientnet-lite0"))
+    loaded = reg.get("cnn")
+    assert loaded.source_kind == "checkpoints"
+    assert torch.equal(loaded.obj.classifier.weight, state["classifier.weight"])
+    (folder / "model.safetensors").unlink()
+    save_file({"conv_stem.weight": state["conv_stem.weight"]}, str(folder / "model.safetensors"))
+    reg.forget("cnn", "efficientnet-lite0")
+    assert reg.get("cnn").source_kind == "package"  # a partial file fails strict loading; the package is next
+
+
+def test_resnet50_offline_without_checkpoint_says_why(checkpoints):
+    from engine.errors import ModelUnavailable
+
+    with pytest.raises(ModelUnavailable, match="offline|not reachable"):
+        REGISTRY.get("cnn", "resnet50")
+    row = next(r for r in REGISTRY.status() if r["id"] == "resnet50")
+    assert row["available"] is False and "unavailable" in row["note"]

@@ -98,10 +98,16 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _finish(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """Eval mode, on the device, in channels-last memory format.
+
+    Channels-last: on this CPU a single-image EfficientNet-Lite0 forward took ~160 ms
+    instead of ~270 ms under heavy load (one thread); results are the same up to float
+    rounding. Parameters keep requires_grad=True so a fine-tuning trainer can deepcopy
+    and train the model; attribution and feature visualisation differentiate with
+    torch.autograd.grad with respect to their inputs only, so no .grad is ever stored.
+    """
     model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)  # inference only; captum asks for input gradients, not these
-    return model.to(device)
+    return model.to(device=device, memory_format=torch.channels_last)
 
 
 def _timm_loader(arch: str):
