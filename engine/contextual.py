@@ -40,7 +40,8 @@ from engine.registry import REGISTRY, LoadedModel
 MODEL_ROLES: dict[str, str] = {"bert": "contextual_bert", "elmo": "contextual_elmo", "static": "static_vectors"}
 MODEL_ALIASES: dict[str, str] = {"": "bert", "glove": "static", "word2vec": "static"}
 MAX_SENTENCES = 64  # lines per request
-MAX_CHARS = 40_000  # characters per request, all lines together
+MAX_CHARS = 20_000  # characters per request, all lines together (bounds the forward's time)
+CACHE_BYTES = 256 * 2**20  # per-word layer arrays remembered across requests
 MAX_OCCURRENCES = 200  # occurrences analysed per request (the first ones, in sentence order)
 PRESET_DIR = paths.ASSETS / "contextual"
 
@@ -152,18 +153,25 @@ _layer_cache_lock = threading.Lock()
 
 def cached_word_layers(encoder: Encoder, sentences: list[list[str]]) -> list[np.ndarray]:
     """`encoder.obj.word_layers(sentences)`, remembered for the last 32 requests (so moving a
-    slider or comparing models never runs a model twice on the same sentences)."""
+    slider or comparing models never runs a model twice on the same sentences). The cache
+    holds at most CACHE_BYTES; a result bigger than a quarter of that is not kept."""
     key = (encoder.kind, encoder.loaded.spec.id, id(encoder.obj), tuple(tuple(s) for s in sentences))
     with _layer_cache_lock:
         if key in _layer_cache:
             _layer_cache.move_to_end(key)
             return _layer_cache[key]
     layers = encoder.obj.word_layers(sentences)
-    with _layer_cache_lock:
-        _layer_cache[key] = layers
-        while len(_layer_cache) > 32:
-            _layer_cache.popitem(last=False)
+    size = sum(int(arr.nbytes) for arr in layers)
+    if size <= CACHE_BYTES // 4:
+        with _layer_cache_lock:
+            _layer_cache[key] = layers
+            while len(_layer_cache) > 32 or _cache_bytes() > CACHE_BYTES:
+                _layer_cache.popitem(last=False)
     return layers
+
+
+def _cache_bytes() -> int:
+    return sum(int(arr.nbytes) for layers in _layer_cache.values() for arr in layers)
 
 
 # ---------------------------------------------------------------- presets

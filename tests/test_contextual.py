@@ -267,7 +267,7 @@ def test_one_sentence_says_no_split_and_long_sentence_is_truncated(fake_registry
     one = ctx.analyse("Only one bank here.", "bank", "bert")
     assert len(one.occurrences) == 1 and one.curves["silhouette"] == [0.0] * 4
     assert any("nothing to split" in n for n in one.notes)
-    long = "The bank " + "and so on " * 3000 + "bank."
+    long = "The bank " + "and so on " * 1100 + "bank."
     assert len(long) > 10_000
     a = ctx.analyse(long + "\nThe river bank.", "bank", "bert")
     assert a.truncated == [0] and [o["sentence"] for o in a.occurrences] == [0, 1]
@@ -309,6 +309,16 @@ def test_own_sense_labels_in_brackets(fake_registry):
     assert a.labels == ["river", "money", "river", None]
     assert a.occurrences[0]["text"] == "We sat on the bank"
     assert a.curves["split_accuracy"][1] is not None
+
+
+def test_layer_cache_is_bounded_in_bytes(fake_registry, monkeypatch):
+    monkeypatch.setattr(ctx, "CACHE_BYTES", 100_000)  # a bank preset here is ~22 kB
+    for i in range(5):
+        ctx.analyse(BANK + f"\nbank {i}", "bank", "bert")
+    assert 2 <= len(ctx._layer_cache) <= 4 and ctx._cache_bytes() <= ctx.CACHE_BYTES
+    ctx._layer_cache.clear()
+    ctx.analyse("\n".join(["bank " * 45] * 6), "bank", "bert")  # bigger than a quarter: not kept
+    assert len(ctx._layer_cache) == 0
 
 
 def test_occurrences_are_capped(fake_registry):
