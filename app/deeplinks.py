@@ -40,6 +40,7 @@ tab launches (`python -m app.tabs.<key>`) have no deep links.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import weakref
@@ -207,13 +208,20 @@ class Resolution:
     skipped: list[str] = field(default_factory=list)
 
 
+def _shown(text: str, limit: int = 40) -> str:
+    """A piece of a URL as it may appear in a message: cut short and HTML-escaped (toasts
+    render HTML, and a link is anyone's to write)."""
+    text = str(text)
+    return html.escape(text[:limit] + ("…" if len(text) > limit else ""))
+
+
 def resolve(query: Mapping[str, str], tabs: Mapping[str, TabLinks], known: set[str]) -> Resolution:
     """Turn query parameters into a Resolution. Pure: no gradio event, easy to test."""
     out = Resolution()
     raw_tab = query.get("tab")
     out.tab = tab_key(raw_tab, known)
     if raw_tab and out.tab is None:
-        out.skipped.append(f"tab={raw_tab} (no such tab; tabs are {', '.join(sorted(known))})")
+        out.skipped.append(f"tab={_shown(raw_tab)} (no such tab; tabs are {', '.join(sorted(known))})")
     links = tabs.get(out.tab or "")
     if links is None:
         return out
@@ -223,13 +231,13 @@ def resolve(query: Mapping[str, str], tabs: Mapping[str, TabLinks], known: set[s
         if name in PAGE_KEYS:
             continue
         if name not in links.inputs:
-            out.skipped.append(f"{name} (not a deep-link input of {out.tab})")
+            out.skipped.append(f"{_shown(name)} (not a deep-link input of {out.tab})")
             continue
         component, parse = links.inputs[name]
         try:
             out.values[component] = parse(text) if parse else parse_value(component, text)
         except Exception as exc:  # a bad link must never break the page
-            out.skipped.append(f"{name}={text[:40]} ({exc})")
+            out.skipped.append(f"{_shown(name)}={_shown(text)} ({_shown(str(exc), 160)})")
             continue
         if not named and name in links.runs:
             press, named = links.runs[name], True
@@ -305,8 +313,12 @@ def wire(demo: gr.Blocks, tabs: gr.Tabs, known: set[str]) -> None:
         return {tabs: gr.Tabs(selected=res.tab), run_box: res.run_id, **res.values}
 
     def on_load(request: gr.Request) -> dict:
-        query = dict(request.query_params) if request is not None else {}
-        return apply(query, warn=True)
+        try:
+            query = dict(request.query_params) if request is not None else {}
+            return apply(query, warn=True)
+        except Exception:  # a link must never break the page: open it as if it had no query
+            log.exception("deep link could not be applied")
+            return {run_box: ""}
 
     demo.load(on_load, inputs=None, outputs=outputs, api_visibility="private", show_progress="hidden",
               queue=False).then(fn=None, inputs=[run_box], js=_PRESS_JS, api_visibility="private")

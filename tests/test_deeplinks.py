@@ -67,6 +67,8 @@ def test_resolve_skips_what_does_not_fit_and_keeps_the_rest():
     nowhere = resolve({"tab": "no-such-tab", "seed": "2"}, links, KNOWN)
     assert nowhere.tab is None and not nowhere.values and "no such tab" in nowhere.skipped[0]
     assert resolve({}, links, KNOWN).tab is None
+    hostile = resolve({"tab": "<img src=x onerror=alert(1)>" + "x" * 5000}, links, KNOWN)
+    assert "<img" not in hostile.skipped[0] and len(hostile.skipped[0]) < 300
     # A tab without declared inputs still opens; its parameters are reported as skipped.
     assert resolve({"tab": "models", "x": "1"}, links, KNOWN).tab == "models"
 
