@@ -141,10 +141,26 @@ def predict(bundle, text: str, k: int = 5, label: str = "", source: str = "", mo
                        predictions=preds, truncated=truncated, notes=notes)
 
 
-def run(text: str, k: int = 5, model_id: str = "") -> ClozeResult:
-    """`predict` with a registry model of role `mlm` ("" = the role's default)."""
+def predict_left_only(bundle, text: str, k: int = 5, **labels) -> ClozeResult:
+    """Like `predict`, but each [MASK] sees only the words BEFORE it (the text is cut right after
+    it): the context a left-to-right language model would have. One forward pass per mask."""
+    text = normalise(text, bundle.tokenizer.mask_token)
+    ends = [m.end() for m in MASK_PATTERN.finditer(text)]
+    full = predict(bundle, text, k, **labels)
+    preds = []
+    for end in ends[: len(full.predictions)]:
+        preds.append(predict(bundle, text[:end], k, **labels).predictions[-1])
+    full.predictions = preds
+    full.notes.append("Left context only: each [MASK] was guessed from the words before it, as a left-to-right "
+                      "model would; the words after it were removed.")
+    return full
+
+
+def run(text: str, k: int = 5, model_id: str = "", left_only: bool = False) -> ClozeResult:
+    """`predict` (or `predict_left_only`) with a registry model of role `mlm` ("" = the role's default)."""
     loaded = REGISTRY.get(ROLE, model_id)
-    return predict(loaded.obj, text, k, label=loaded.label(), source=loaded.source_kind, model_id=loaded.spec.id)
+    fn = predict_left_only if left_only else predict
+    return fn(loaded.obj, text, k, label=loaded.label(), source=loaded.source_kind, model_id=loaded.spec.id)
 
 
 def fill_mask(text: str, k: int = 5, model: str = "") -> dict:
@@ -226,5 +242,6 @@ def bar_figure(result: ClozeResult, max_masks: int = 6, height: int | None = Non
     fig.update_layout(title={"text": f"Top guesses{more}<br><sup>{result.model}</sup>", "font": {"size": 15}},
                       height=height, margin={"l": 10, "r": 20, "t": 70, "b": 30}, plot_bgcolor="white")
     top = max((p[0][1] for p in result.predictions[:n] if p), default=1.0)
-    fig.update_xaxes(range=[0, min(1.0, top * 1.3 + 0.02)], tickformat=".0%", gridcolor="#e2e8f0")
+    fig.update_xaxes(range=[0, min(1.0, top * 1.3 + 0.02)], tickformat=".1%" if top < 0.1 else ".0%",
+                     gridcolor="#e2e8f0")
     return fig

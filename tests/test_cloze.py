@@ -64,6 +64,14 @@ def test_ranks_agree_with_a_direct_computation(tiny):
         assert not any(t.startswith("[") for t, _ in got)
 
 
+def test_left_context_only_cuts_the_text_after_each_mask(tiny):
+    r = cloze.predict_left_only(tiny, "one [MASK] two three [MASK] four five", k=4)
+    assert r.predictions[0] == cloze.predict(tiny, "one [MASK]", k=4).predictions[0]
+    assert r.predictions[1] == cloze.predict(tiny, "one [MASK] two three [MASK]", k=4).predictions[1]
+    assert r.predictions[0] != cloze.predict(tiny, "one [MASK] two three [MASK] four five", k=4).predictions[0]
+    assert any("Left context only" in n for n in r.notes)
+
+
 def test_lower_case_and_spaced_masks_are_read(tiny):
     r = cloze.predict(tiny, "a [mask] b [ MASK ] c [Mask]", k=3)
     assert len(r.predictions) == 3 and r.tokens.count("[MASK]") == 3

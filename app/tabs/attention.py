@@ -76,6 +76,7 @@ STRINGS = {
         "cloze_run": "Guess",
         "words": "Click a word to mask it (click a [MASK] to bring the word back)",
         "filled": "Top guess in place",
+        "left_only": "Left context only: hide the words after each [MASK] (all a left-to-right model may use)",
         "examples": "Examples",
         "explain": "#### Queries, keys and values\nEach token's vector is projected three ways: a **query** "
                    "(what am I looking for?), a **key** (what do I contain?) and a **value** (what do I pass "
@@ -133,6 +134,7 @@ STRINGS = {
         "cloze_run": "猜词",
         "words": "点击一个词把它遮住（再点 [MASK] 恢复原词）",
         "filled": "填入第一候选",
+        "left_only": "只用左侧上下文：隐藏每个 [MASK] 之后的词（从左到右的模型只能用这些）",
         "examples": "示例",
         "explain": "#### 查询、键和值\n每个词元的向量被投影成三份：**查询**（我在找什么？）、**键**（我有什么？）"
                    "和 **值**（我要传出什么？）。词元 *i* 用自己的查询与每个词元 *j* 的键做点积、除以 √d，"
@@ -234,9 +236,9 @@ def _word_chips(text: str) -> list[tuple[str, str | None]]:
     return [(w + " ", "[MASK]" if cloze.MASK_PATTERN.fullmatch(w) else None) for w in cloze.words(text)]
 
 
-def guess(text: str, k: float, model: str, progress=gr.Progress()):
+def guess(text: str, k: float, model: str, left_only: bool = False, progress=gr.Progress()):
     announce_loading(cloze.ROLE, model, progress)
-    r = cloze.run(text, int(k), model)
+    r = cloze.run(text, int(k), model, left_only=bool(left_only))
     d = r.to_api()
     lines = [f"**{r.model}**", f"*{r.note}*" if r.note else "", cloze.model_card(r.model_id)]
     lines += [f"⚠️ {n}" for n in r.notes]
@@ -244,11 +246,12 @@ def guess(text: str, k: float, model: str, progress=gr.Progress()):
             _word_chips(text), text)
 
 
-def click_word(text: str, original: str, k: float, model: str, evt: gr.SelectData, progress=gr.Progress()):
+def click_word(text: str, original: str, k: float, model: str, left_only: bool, evt: gr.SelectData,
+               progress=gr.Progress()):
     new_text = cloze.toggle_mask(text, int(evt.index), original)
     if not cloze.MASK_PATTERN.search(new_text):  # every mask undone: show the words, nothing to guess
         return gr.update(value=new_text), gr.skip(), "", gr.skip(), _word_chips(new_text), original
-    fig, filled, info, chips, _ = guess(new_text, k, model, progress)
+    fig, filled, info, chips, _ = guess(new_text, k, model, left_only, progress)
     return gr.update(value=new_text), fig, filled, info, chips, original
 
 
@@ -321,6 +324,7 @@ def build() -> None:
                 cmodel = gr.Dropdown(mchoices, value=mdefault, label=tr("cloze_model"), scale=2)
                 guess_btn = gr.Button(tr("cloze_run"), variant="primary", scale=1)
             gr.Examples([[e] for e in CLOZE_EXAMPLES], inputs=[ctext], label=tr("examples"))
+            left_only = gr.Checkbox(False, label=tr("left_only"))
             chips = gr.HighlightedText(_word_chips(EXAMPLE_CLOZE), label=tr("words"), combine_adjacent=False,
                                        show_legend=False, show_inline_category=False, elem_id="ptx-cloze-words",
                                        color_map={"[MASK]": "#f59e0b"}, interactive=False)
@@ -344,14 +348,15 @@ def build() -> None:
     stat.change(guarded(sort_stats), [state, stat], [stats_plot, table], **private)
 
     couts = [bars, filled, cinfo, chips, original]
-    gr.on([guess_btn.click, ctext.submit, cmodel.change], guarded(guess), [ctext, k, cmodel], couts, **private)
-    k.release(guarded(guess), [ctext, k, cmodel], couts, **private)
-    chips.select(guarded(click_word), [ctext, original, k, cmodel], [ctext, *couts], **private)
+    cins = [ctext, k, cmodel, left_only]
+    gr.on([guess_btn.click, ctext.submit, cmodel.change, left_only.change], guarded(guess), cins, couts, **private)
+    k.release(guarded(guess), cins, couts, **private)
+    chips.select(guarded(click_word), [ctext, original, k, cmodel, left_only], [ctext, *couts], **private)
 
     # Triggers None with no inputs: runs once when the page loads.
     gr.on(None, _on_load(show_attention, (EXAMPLE_TEXT, default, 2, 0, "prev"), len(outputs)), None, outputs,
           **private)
-    gr.on(None, _on_load(guess, (EXAMPLE_CLOZE, 8, mdefault), len(couts)), None, couts, **private)
+    gr.on(None, _on_load(guess, (EXAMPLE_CLOZE, 8, mdefault, False), len(couts)), None, couts, **private)
 
     api(attention, "attention")
     api(fill_mask, "fill_mask")
