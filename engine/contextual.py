@@ -41,6 +41,7 @@ MODEL_ROLES: dict[str, str] = {"bert": "contextual_bert", "elmo": "contextual_el
 MODEL_ALIASES: dict[str, str] = {"": "bert", "glove": "static", "word2vec": "static"}
 MAX_SENTENCES = 64  # lines per request
 MAX_CHARS = 20_000  # characters per request, all lines together (bounds the forward's time)
+MAX_WORDS_READ = 2_048  # words the model reads per request, after cutting at its maximum length
 CACHE_BYTES = 256 * 2**20  # per-word layer arrays remembered across requests
 MAX_OCCURRENCES = 200  # occurrences analysed per request (the first ones, in sentence order)
 PRESET_DIR = paths.ASSETS / "contextual"
@@ -500,10 +501,16 @@ def analyse(sentences_text: str, word: str, model: str = "") -> Analysis:
         raise UserInputError(f"“{target}” is not in any of the sentences (whole words, any case).{extra} "
                              "Add sentences that use it, or change the word.")
     encoder = get_encoder(model)
-    # A model that refuses long sentences (rather than cutting them) says so with `max_words`:
-    # cut them here, and report them as truncated like any other.
-    limit = getattr(encoder.obj, "max_words", None)
-    layers = cached_word_layers(encoder, [tokenised[i][:limit] if limit else tokenised[i] for i in used])
+    # A model that refuses long sentences (rather than cutting them) says so with `max_words`;
+    # a model reads at most `max_length` pieces, so never more words than that. Cut there
+    # (reported as truncated like any other cut), then bound the total the model must read.
+    limit = min(x for x in (getattr(encoder.obj, "max_words", None), encoder.max_length, 10**9) if x)
+    to_read = [tokenised[i][:limit] for i in used]
+    total = sum(map(len, to_read))
+    if total > MAX_WORDS_READ:
+        raise UserInputError(f"the sentences that use “{target}” hold {total:,} words for {encoder.title} to "
+                             f"read; the limit is {MAX_WORDS_READ:,} per request: remove or shorten some")
+    layers = cached_word_layers(encoder, to_read)
     n_layers = int(layers[0].shape[0])
     occurrences, rows, labels, truncated, dropped = [], [], [], [], []
     for i, arr in zip(used, layers, strict=True):

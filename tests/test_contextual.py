@@ -257,6 +257,7 @@ def test_word_missing_everywhere_names_it_and_its_longer_forms(fake_registry):
     ("The bank.", "🏦🏦", "type one word"),
     ("\n".join(["The bank is open."] * 200), "bank", f"at most {ctx.MAX_SENTENCES} sentences"),
     ("x" * (ctx.MAX_CHARS + 1), "x", "characters long"),
+    ("\n".join(["bank " + "a " * 45] * 50), "bank", "the limit is 2,048 per request"),
 ])
 def test_bad_input_gives_clear_messages(fake_registry, text, word, message):
     with pytest.raises(UserInputError, match=message):
