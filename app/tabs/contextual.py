@@ -36,6 +36,7 @@ STRINGS = {
         "model": "Model",
         "run": "Show",
         "sentences": "Sentences, one per line (whole words only; end a line with [sense] to label it)",
+        "sentences_info": f"Up to {ctx.MAX_SENTENCES} lines; a line longer than the model reads is cut there.",
         "layer": "Layer (0 = input embeddings)",
         "method": "Map",
         "mix_title": "ELMo's scalar mix: feature-based vs fine-tuning",
@@ -62,6 +63,7 @@ STRINGS = {
         "model": "模型",
         "run": "显示",
         "sentences": "句子，每行一句（只匹配整词；行尾加 [词义] 可标注）",
+        "sentences_info": f"最多 {ctx.MAX_SENTENCES} 行；超过模型最大长度的句子在那里截断。",
         "layer": "层（0 = 输入嵌入）",
         "method": "降维",
         "mix_title": "ELMo 的标量混合：基于特征 vs 微调",
@@ -352,7 +354,7 @@ def build() -> None:
                 method = gr.Radio([("PCA", "pca"), ("UMAP", "umap")], value="pca", label=tr("method"),
                                   min_width=150)
             go_btn = gr.Button(tr("run"), variant="primary")
-            text = gr.Textbox(default.text, lines=7, max_lines=7, label=tr("sentences"))
+            text = gr.Textbox(default.text, lines=7, max_lines=7, label=tr("sentences"), info=tr("sentences_info"))
         with gr.Column(scale=3):
             layer = gr.Slider(0, 6, value=3, step=1, label=tr("layer"))
             with gr.Row():
