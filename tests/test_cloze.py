@@ -144,6 +144,23 @@ def test_trained_checkpoint_loads_and_beats_the_unigram_baseline():
     json.dumps(r.to_api())
 
 
+def test_a_corrupt_trained_checkpoint_is_reported_not_loaded(checkpoints):
+    from engine.errors import ModelUnavailable
+    from engine.models.mlm import TRAINED_ID
+    from engine.registry import REGISTRY
+
+    folder = checkpoints / "trained" / TRAINED_ID
+    folder.mkdir(parents=True)
+    (folder / "model.safetensors").write_bytes(b"not weights")
+    (folder / "manifest.json").write_text(json.dumps({"file": "model.safetensors", "sha256": "0" * 64}))
+    REGISTRY.forget("mlm", TRAINED_ID)
+    try:
+        with pytest.raises(ModelUnavailable, match="sha256"):
+            REGISTRY.get("mlm", TRAINED_ID)
+    finally:
+        REGISTRY.forget("mlm", TRAINED_ID)
+
+
 def test_api_fill_mask(client):
     out = client.predict("The [MASK] sat on the [mask].", 4, "", api_name="/fill_mask")
     assert {"model", "source", "predictions"} <= set(out)
