@@ -277,6 +277,14 @@ def _step(image: str | None, model: str, index: int, over: bool = True, delta: i
     return _view_outputs(cnn.stage_view(image, int(index) + delta, model, over_image=bool(over)))
 
 
+def _previous(image: str | None, model: str, index: int, over: bool = True) -> tuple:
+    return _step(image, model, index, over, -1)
+
+
+def _next(image: str | None, model: str, index: int, over: bool = True) -> tuple:
+    return _step(image, model, index, over, +1)
+
+
 def _analyse(image: str | None, model: str, index: int, over: bool, progress=gr.Progress()):
     """A new image or model: top-5, provenance, target choices, stepper."""
     if not image:
@@ -434,10 +442,8 @@ def build() -> None:
           outputs=[top5, provenance, target, gc_stage, *step_outputs], **private)
     step_inputs = [image, model, stage, over]
     gr.on([stage.release, over.change], guarded(_step), inputs=step_inputs, outputs=step_outputs, **private)
-    prev_btn.click(guarded(lambda i, m, s, o: _step(i, m, s, o, -1)), inputs=step_inputs,
-                   outputs=step_outputs, **private)
-    next_btn.click(guarded(lambda i, m, s, o: _step(i, m, s, o, +1)), inputs=step_inputs,
-                   outputs=step_outputs, **private)
+    prev_btn.click(guarded(_previous), inputs=step_inputs, outputs=step_outputs, **private)
+    next_btn.click(guarded(_next), inputs=step_inputs, outputs=step_outputs, **private)
     model.change(_gallery, inputs=model, outputs=[gallery, gallery_note], api_visibility="private")
     paint_btn.click(guarded(_paint), inputs=[model, vis_layer, vis_channel, vis_steps, vis_seed],
                     outputs=[painted, painted_md], **private)
