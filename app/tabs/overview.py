@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import textwrap
 from functools import lru_cache
-from urllib.parse import urlencode
 
 import gradio as gr
 import plotly.graph_objects as go
@@ -164,7 +163,7 @@ def _station(key: str, lang: str) -> str:
 def _card(n: Milestone, lang: str) -> str:
     lane = load_timeline().lanes[n.lane][lang]
     solved, left = ("Solved", "Left open") if lang == "en" else ("解决了", "留下的问题")
-    link = "?" + urlencode({"tab": n.station, **{k: str(v) for k, v in n.preset.items()}})
+    link = deeplinks.url_for(n.station, n.preset)
     shareable = "Link to this demo" if lang == "en" else "这个演示的链接"
     return (f"### {n.name[lang]} · {n.year_label}\n"
             f"<span class='ptx-card-who'>{n.who} · {lane}</span>\n\n"
