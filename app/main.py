@@ -53,5 +53,6 @@ def launch_kwargs() -> dict:
     """Theme, CSS and the en/zh text (Gradio 6 takes them at launch)."""
     import sys
 
-    return {"theme": THEME, "css": CSS + header.CSS, "js": header.PAGE_JS,
+    station_css = "".join(getattr(module, "CSS", "") for module in stations())
+    return {"theme": THEME, "css": CSS + header.CSS + station_css, "js": header.PAGE_JS,
             "i18n": build_i18n([sys.modules[__name__], *header.MODULES, *stations()])}
