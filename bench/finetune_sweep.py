@@ -40,7 +40,7 @@ def key(r: dict) -> tuple:
 def run_one(task: str, family: str, mode: str, seed: int, lr: float, store: RunStore) -> dict:
     budget = get_task(task).budgets[family]
     t0, c0 = time.perf_counter(), time.process_time()
-    final = lab.last_result(lab.finetune(task, mode, budget.steps, lr, seed, model=family, max_seconds=600,
+    final = lab.last_result(lab.finetune(task, mode, budget.steps, lr, seed, model=family, max_seconds=3600,
                                          store=store))
     row = {"task": task, "family": family, "mode": mode, "seed": seed, "lr": lr, "steps": final["step"],
            "status": final["status"], "accuracy": (final["eval"] or {}).get("accuracy"),

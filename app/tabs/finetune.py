@@ -275,6 +275,8 @@ def _train_ui(task: str, model: str, mode: str, freeze: int, steps: int, lr: flo
               token: str):
     """UI stream: (status html, loss figure, accuracy figure, result markdown, runs table)."""
     earlier = _earlier(task, overlay)
+    if model not in get_task(task).models:
+        model = ""  # the model list had not caught up with a task change yet
     last = 0.0
     snap: dict | None = None
     freeze_layers = int(freeze) if mode == "finetune" else -1
@@ -317,8 +319,11 @@ def build() -> None:
     with gr.Row():
         with gr.Column(scale=1, min_width=340):
             task = gr.Dropdown(choices=[(get_task_title(n), n) for n in TASK_NAMES], value=first.name,
-                               label=tr("task"))
-            model = gr.Dropdown(choices=_family_choices(first.models), value=first.default_model, label=tr("model"))
+                               label=tr("task"), elem_id="ft-task")
+            # allow_custom_value: a Train click racing a task change must not fail in preprocessing;
+            # _train_ui falls back to the task's default model.
+            model = gr.Dropdown(choices=_family_choices(first.models), value=first.default_model, label=tr("model"),
+                                allow_custom_value=True, elem_id="ft-model")
             mode = gr.Radio(list(MODES), value="finetune", label=tr("mode"), elem_id="ft-mode")
             with gr.Row():
                 run_btn = gr.Button(tr("run"), variant="primary", elem_id="ft-run", min_width=90)
@@ -326,7 +331,8 @@ def build() -> None:
             freeze = gr.Slider(0, FAMILY_DEPTH[first.default_model], step=1, value=0, label=tr("freeze"),
                                info=tr("freeze_info"))
             with gr.Row():
-                steps = gr.Number(budget.steps, precision=0, label=tr("steps"), minimum=1, min_width=70)
+                steps = gr.Number(budget.steps, precision=0, label=tr("steps"), minimum=1, min_width=70,
+                                  elem_id="ft-steps")
                 lr = gr.Number(budget.lr, label=tr("lr"), min_width=130)
                 seed = gr.Number(0, precision=0, label=tr("seed"), minimum=0, min_width=60)
             overlay = gr.Checkbox(True, label=tr("overlay"))
@@ -347,9 +353,9 @@ def build() -> None:
             export = gr.Button(tr("export"), size="sm")
         csv_file = gr.File(label="CSV", visible=False, height=60)
 
-    task.change(_task_changed, task, [model, steps, lr, freeze], api_visibility="private")
-    model.input(_model_changed, [task, model], [steps, lr, freeze], api_visibility="private")
-    mode.change(_mode_changed, mode, freeze, api_visibility="private")
+    task.change(_task_changed, task, [model, steps, lr, freeze], api_visibility="private", queue=False)
+    model.input(_model_changed, [task, model], [steps, lr, freeze], api_visibility="private", queue=False)
+    mode.change(_mode_changed, mode, freeze, api_visibility="private", queue=False)
     run_event = run_btn.click(lab.new_token, None, token, api_visibility="private", queue=False).then(
         guarded(_train_ui), [task, model, mode, freeze, steps, lr, seed, overlay, token],
         [status, loss_plot, acc_plot, result, table], api_visibility="private",

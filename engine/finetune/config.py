@@ -12,7 +12,7 @@ from engine.finetune.tasks import Task, get_task
 MODES: tuple[str, ...] = ("frozen", "finetune", "scratch")
 MAX_STEPS = 2000
 DEFAULT_MAX_SECONDS = 60.0
-MAX_SECONDS = 600.0
+MAX_SECONDS = 3600.0
 MAX_LR = 1e6  # above this nothing can be learned; below it a too-large rate stops as diverged
 
 # Model families -> registry role. A registry id or alias of that role also works.
