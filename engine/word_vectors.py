@@ -96,6 +96,23 @@ def default_model_id() -> str:
     return pick[0].id if pick else ""
 
 
+def is_ready(model: str = "") -> bool:
+    """Whether the model's vectors are loaded already (no loading starts here)."""
+    return REGISTRY.is_loaded(ROLE, (model or "").strip() or default_model_id())
+
+
+def load_in_background(model: str = "") -> None:
+    """Load a model's vectors and build its table in a daemon thread (errors are logged
+    by the registry and reported on the next real request)."""
+    def body() -> None:
+        try:
+            get_table(model)
+        except Exception:
+            pass
+
+    threading.Thread(target=body, name="ptx-vectors-load", daemon=True).start()
+
+
 def get_table(model: str = "") -> VectorTable:
     """The table for a model id ("" = default). Unknown ids list the choices."""
     return table_of(REGISTRY.get(ROLE, (model or "").strip() or default_model_id()))

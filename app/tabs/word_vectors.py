@@ -465,7 +465,11 @@ def _load_presets() -> tuple[list[tuple[str, str]], list[dict[str, str]]]:
 
 def _first(fn, part: int, *args):
     """One output of a callback for a component's value at page load; None if it fails
-    (the person then clicks the button and gets the real message)."""
+    (the person then clicks the button and gets the real message) or if the vectors are
+    not loaded yet (a page load never waits for a model: it loads in the background)."""
+    if not wv.is_ready():
+        wv.load_in_background()
+        return None
     try:
         return fn(*args, progress=None)[part]
     except Exception:
