@@ -397,14 +397,18 @@ def run_training(name, arch, objective, window, dim, epochs, min_count, texts, c
     title = f"word2vec {config.name} · held-out loss"
     try:
         yield run.id, _bar_html(0, "starting"), None, gr.update(), gr.update(), ""
-        last = None
+        drawn = 0
         for event in w2v.follow(run):
             if event.get("finished"):
                 break
             hist = event.get("history") or []
-            fig = _loss_figure(hist, title) if hist and hist is not last else gr.update()
-            last = hist
+            fig = _loss_figure(hist, title) if len(hist) != drawn else gr.update()  # redraw once per epoch
+            drawn = len(hist)
             yield run.id, _bar_html(event["fraction"], event["message"]), fig, gr.update(), gr.update(), ""
+        if run.cancel.is_set() and run.result is None:
+            yield run.id, _bar_html(run.latest.get("fraction", 0), "cancelled"), gr.update(), gr.update(), \
+                gr.update(), "Training cancelled; nothing was saved."
+            return
         if run.error:
             raise gr.Error(f"word2vec training: {run.error}")
         manifest = run.result
