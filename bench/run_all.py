@@ -10,7 +10,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
-    scripts = sorted(p for p in HERE.glob("*.py") if not p.name.startswith("_") and p.name != "run_all.py")
+    scripts = sorted(p for p in HERE.glob("*.py") if not p.name.startswith("_") and p.name != "run_all.py" and "sweep" not in p.name)
     for script in scripts:
         print(f"\n=== {script.name}", flush=True)
         result = subprocess.run([sys.executable, str(script)], cwd=HERE.parent)
