@@ -8,6 +8,9 @@ import pytest
 from app import deeplinks
 from app.deeplinks import TabLinks, parse_value, resolve
 
+# A busy shared machine (or the app's first model loads) can make a page slow; never flaky.
+SLOW_MS = 90_000
+
 KNOWN = {"overview", "word_vectors", "vit_mae", "models"}
 
 
@@ -101,8 +104,9 @@ def test_url_for_encodes_the_inputs():
 
 def _open(browser, url: str):
     page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.set_default_timeout(SLOW_MS)
     page.goto(url, wait_until="load")
-    page.wait_for_selector("#ptx-tabs", timeout=30_000)
+    page.wait_for_selector("#ptx-tabs", timeout=SLOW_MS)
     return page
 
 
@@ -110,7 +114,7 @@ def _open(browser, url: str):
 @pytest.mark.slow
 def test_models_link_opens_the_models_tab(app_url, browser):
     page = _open(browser, app_url + "?tab=models")
-    page.wait_for_selector("#tab-models", state="visible", timeout=30_000)
+    page.wait_for_selector("#tab-models", state="visible", timeout=SLOW_MS)
     assert not page.locator("#tab-overview").is_visible()
     assert page.get_by_role("tab", name="Models", exact=True).get_attribute("aria-selected") == "true"
     page.close()
@@ -120,19 +124,19 @@ def test_models_link_opens_the_models_tab(app_url, browser):
 @pytest.mark.slow
 def test_overview_link_restores_the_milestone_and_copy_link_reproduces_it(app_url, browser):
     page = _open(browser, app_url + "?tab=overview&focus=mae")
-    page.wait_for_selector("#ptx-card-mae", state="visible", timeout=30_000)
+    page.wait_for_selector("#ptx-card-mae", state="visible", timeout=SLOW_MS)
     page.click("#ptx-overview-next")  # the last milestone stays the last
     page.click("#ptx-overview-prev")
-    page.wait_for_selector("#ptx-card-beit", state="visible", timeout=30_000)
+    page.wait_for_selector("#ptx-card-beit", state="visible", timeout=SLOW_MS)
     page.click("#ptx-copy-link")
     box = page.locator("#ptx-link-box textarea, #ptx-link-box input").first
-    page.wait_for_function("(el) => el.value.includes('focus=')", arg=box.element_handle(), timeout=10_000)
+    page.wait_for_function("(el) => el.value.includes('focus=')", arg=box.element_handle(), timeout=SLOW_MS)
     link = box.input_value()
     assert "tab=overview" in link and "focus=beit" in link
     assert page.evaluate("location.search").startswith("?tab=overview")   # the address bar too
     page.close()
     again = _open(browser, link)
-    again.wait_for_selector("#ptx-card-beit", state="visible", timeout=30_000)
+    again.wait_for_selector("#ptx-card-beit", state="visible", timeout=SLOW_MS)
     again.close()
 
 
@@ -140,9 +144,9 @@ def test_overview_link_restores_the_milestone_and_copy_link_reproduces_it(app_ur
 @pytest.mark.slow
 def test_overview_button_opens_a_station_without_reloading(app_url, browser):
     page = _open(browser, app_url)
-    page.wait_for_selector("#tab-overview", state="visible", timeout=30_000)
+    page.wait_for_selector("#tab-overview", state="visible", timeout=SLOW_MS)
     page.evaluate("window.__same_page = true")
     page.click("#ptx-overview-go-vit_mae")
-    page.wait_for_selector("#tab-vit_mae", state="visible", timeout=30_000)
+    page.wait_for_selector("#tab-vit_mae", state="visible", timeout=SLOW_MS)
     assert page.evaluate("window.__same_page === true")
     page.close()

@@ -11,6 +11,9 @@ from app.stations import STATION_MODULES
 from app.tabs import overview
 from engine.timeline import TIMELINE_FILE, load_timeline, year_to_x
 
+# A busy shared machine (or the app's first model loads) can make a page slow; never flaky.
+SLOW_MS = 90_000
+
 # The two lines of the seeds, with the year of each milestone's first paper.
 EXPECTED = {
     "bow": ("nlp", None), "nnlm": ("nlp", 2003), "word2vec": ("nlp", 2013), "glove": ("nlp", 2014),
@@ -95,10 +98,11 @@ def test_step_walks_the_story_and_stops_at_the_ends():
 @pytest.mark.slow
 def test_clicking_a_milestone_on_the_map_focuses_it(app_url, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.set_default_timeout(SLOW_MS)
     page.goto(app_url + "?tab=overview", wait_until="load")
-    page.wait_for_selector("#ptx-overview-map .js-plotly-plot", timeout=30_000)
+    page.wait_for_selector("#ptx-overview-map .js-plotly-plot", timeout=SLOW_MS)
     page.wait_for_function("!!document.querySelector('#ptx-overview-map .js-plotly-plot').__ptxLayout",
-                           timeout=30_000)
+                           timeout=SLOW_MS)
     # Where plotly drew the ViT marker, in page pixels.
     x, y = page.evaluate("""() => {
       const gd = document.querySelector('#ptx-overview-map .js-plotly-plot');
@@ -107,5 +111,5 @@ def test_clicking_a_milestone_on_the_map_focuses_it(app_url, browser):
         if (i >= 0) return [box.left + fl._size.l + fl.xaxis.l2p(t.x[i]), box.top + fl._size.t + fl.yaxis.l2p(t.y[i])]; }
     }""")
     page.mouse.click(x, y)
-    page.wait_for_selector("#ptx-card-vit", state="visible", timeout=30_000)
+    page.wait_for_selector("#ptx-card-vit", state="visible", timeout=SLOW_MS)
     page.close()
