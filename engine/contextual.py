@@ -533,8 +533,8 @@ def analyse(sentences_text: str, word: str, model: str = "") -> Analysis:
     vectors = np.stack(rows, axis=1).astype(np.float32)  # (L, n, d)
     if not np.any(np.abs(vectors) > 0, axis=(0, 2)).all():
         raise UserInputError(f"{encoder.title} has no vector for “{target}”; try another word or model")
-    sim = cosine_similarity(vectors)  # (L, n, n)
     per_layer = [separation(vectors[k], labels) for k in range(n_layers)]
+    sim = np.stack([layer["similarity"] for layer in per_layer])  # (L, n, n)
     curves = {key: [layer[key] for layer in per_layer]
               for key in ("silhouette", "within_minus_across", "split_accuracy")}
     skipped = [i for i in range(len(sentences)) if i not in used or i in dropped]
