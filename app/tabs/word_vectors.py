@@ -218,7 +218,8 @@ def _map_figure(out: dict[str, Any]) -> go.Figure:
         mode="markers+text", text=list(pts), textposition="top center",
         marker=dict(size=10, color="#4f46e5"), textfont=dict(size=15),
         customdata=[[", ".join(p["neighbors"]), p["rank"]] for p in out["points"]],
-        hovertemplate="<b>%{text}</b> (frequency rank %{customdata[1]:,})<br>nearest: %{customdata[0]}<extra></extra>",
+        hovertemplate="<b>%{text}</b> (frequency rank %{customdata[1]:,})<br>nearest among the "
+                      f"{wv.HOVER_VOCAB:,} most frequent words: %{{customdata[0]}}<extra></extra>",
     ))
     for a, b in out["pairs"]:
         fig.add_annotation(x=pts[b]["x"], y=pts[b]["y"], ax=pts[a]["x"], ay=pts[a]["y"], xref="x", yref="y",
