@@ -112,4 +112,8 @@ def test_clicking_a_milestone_on_the_map_focuses_it(app_url, browser):
     }""")
     page.mouse.click(x, y)
     page.wait_for_selector("#ptx-card-vit", state="visible", timeout=SLOW_MS)
+    # A presenter's clicker: PageDown steps to the next milestone of the story.
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("PageDown")
+    page.wait_for_selector("#ptx-card-beit", state="visible", timeout=SLOW_MS)
     page.close()

@@ -177,8 +177,8 @@ def _strings() -> dict[str, dict[str, str]]:
         "en": {
             "title": TITLE,
             "lead": "Pretraining grew along two lines, **language** (top) and **vision** (bottom), that meet in the "
-                    "**Transformer**. Hover a dot for what it solved; click it (or step with ◀ ▶) to trace what led "
-                    "to it, then open its station.",
+                    "**Transformer**. Hover a dot for what it solved; click it (or step with ◀ ▶, PageUp / PageDown) to "
+                    "trace what led to it, then open its station.",
             "focus": "Milestone", "whole": "The whole map", "prev": "◀ Earlier", "next": "Later ▶",
             "intro_card": "### How to read the map\nEach dot is a milestone at the year of its first paper; solid "
                           "arrows follow a line of work, dashed ones come from the Transformer, dotted ones mark an "
@@ -188,7 +188,7 @@ def _strings() -> dict[str, dict[str, str]]:
         "zh": {
             "title": "总览",
             "lead": "预训练沿两条路线发展：上方是**语言**，下方是**视觉**，两者在 **Transformer** 交汇。鼠标停在圆点上可看它解决了"
-                    "什么；点击它（或用 ◀ ▶ 逐个前进），看它从何而来，再打开对应的演示站。",
+                    "什么；点击它（或用 ◀ ▶、PageUp / PageDown 逐个前进），看它从何而来，再打开对应的演示站。",
             "focus": "里程碑", "whole": "整张地图", "prev": "◀ 更早", "next": "更晚 ▶",
             "intro_card": "### 怎么看这张图\n每个圆点是一个里程碑，位置是它首篇论文的年份；实线箭头沿着一条研究脉络，虚线来自 "
                           "Transformer，点线表示跨路线借鉴的想法（GPT → iGPT，BERT → BEiT 和 MAE）。2012 年之后的"
@@ -240,6 +240,19 @@ ON_LOAD_JS = """
     });
   };
   setInterval(bind, 700);
+  // A presenter's clicker sends PageDown / PageUp (some send the arrow keys): step through
+  // the story while the Overview is on screen and no text field, slider or tab has focus.
+  document.addEventListener('keydown', (e) => {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const step = { PageDown: 'next', ArrowRight: 'next', PageUp: 'prev', ArrowLeft: 'prev' }[e.key];
+    const panel = document.getElementById('tab-overview');
+    if (!step || !panel || panel.offsetParent === null) return;
+    const a = document.activeElement;
+    if (a && a !== document.body && (a.matches('input, textarea, select, [contenteditable], [role=tab], [role=slider]')
+        || !panel.contains(a) && a.tagName !== 'BUTTON')) return;
+    const btn = document.getElementById('ptx-overview-' + step);
+    if (btn) { e.preventDefault(); btn.click(); }
+  });
 }
 """
 
