@@ -14,7 +14,7 @@ import gzip
 import json
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from engine import paths
@@ -79,7 +79,7 @@ def _tweets() -> list[str]:
     return [text for _, text in tweets()]
 
 
-@lru_cache(maxsize=None)
+@cache
 def sentences(source: str) -> tuple[str, ...]:
     """All sentences of one packaged source ("wiki", "bible" or "tweets"), in file order.
     Cached as JSON under the data directory after the first read."""

@@ -16,8 +16,9 @@ import importlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -172,12 +173,19 @@ class Registry:
         """
         if model_id:
             return self._load_spec(self.spec(role, model_id))
-        with self._lock:
-            for spec in self.specs(role):
-                if (role, spec.id) in self._loaded:
-                    return self._loaded[(role, spec.id)]
+        # The default is the first spec, in preference order, that loads: never merely
+        # whichever model of the role happens to be loaded already. A spec that failed
+        # before is skipped (its reasons are kept for /models) until `forget`.
         reasons: list[str] = []
         for spec in self.specs(role):
+            key = (role, spec.id)
+            with self._lock:
+                if key in self._loaded:
+                    return self._loaded[key]
+                failed = self._failures.get(key)
+            if failed:
+                reasons.append(f"{spec.title}: " + "; ".join(failed))
+                continue
             try:
                 return self._load_spec(spec)
             except ModelUnavailable as exc:

@@ -128,3 +128,32 @@ def test_real_registry_lists_every_role():
     for row in rows:
         assert {"role", "id", "source", "device", "loaded", "params", "note"} <= set(row)
         assert row["source"] in sources.SOURCE_KINDS
+
+
+def test_default_is_the_preferred_model_not_whatever_is_loaded(checkpoints):
+    _write(checkpoints / "first", "first")
+    _write(checkpoints / "second", "second")
+    reg = Registry()
+    reg._specs_imported = True
+    reg.register(ModelSpec("first", "cnn", "First", (Source("checkpoints", "first"),), _text_loader))
+    reg.register(ModelSpec("second", "cnn", "Second", (Source("checkpoints", "second"),), _text_loader))
+    reg.get("cnn", "second")  # someone asked for the second one explicitly
+    assert reg.get("cnn").spec.id == "first"
+
+
+def test_a_failed_preferred_spec_is_not_retried_on_every_call(checkpoints):
+    _write(checkpoints / "fallback", "ok")
+    calls = {"n": 0}
+
+    def failing(located, device):
+        calls["n"] += 1
+        raise RuntimeError("broken weights")
+
+    _write(checkpoints / "broken", "x")
+    reg = Registry()
+    reg._specs_imported = True
+    reg.register(ModelSpec("broken", "cnn", "Broken", (Source("checkpoints", "broken"),), failing))
+    reg.register(ModelSpec("fallback", "cnn", "Fallback", (Source("checkpoints", "fallback"),), _text_loader))
+    assert reg.get("cnn").spec.id == "fallback"
+    assert reg.get("cnn").spec.id == "fallback"
+    assert calls["n"] == 1
