@@ -26,7 +26,8 @@ CSS = talk_mode.CSS + """
 #ptx-header h1 { margin: 0 0 2px 0; font-size: 26px; }
 #ptx-header p { margin: 0; }
 #ptx-controls { align-items: center; justify-content: flex-end; gap: 6px; flex-wrap: wrap; }
-#ptx-controls button { white-space: nowrap; }
+#ptx-controls button { white-space: nowrap; min-width: max-content !important; flex: 0 0 auto !important; }
+body.ptx-talk #ptx-controls button { font-size: 17px !important; }
 #ptx-link-box textarea, #ptx-link-box input { font-size: 13px; }
 body.ptx-talk #ptx-link-box textarea, body.ptx-talk #ptx-link-box input { font-size: 16px; }
 """

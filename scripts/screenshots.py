@@ -54,6 +54,29 @@ def launch_offline() -> tuple[object, str]:
     return demo, url.rstrip("/") + "/"
 
 
+# True while the tab still has a running event (a visible status tracker).
+_BUSY_JS = """(key) => {
+  const tab = document.getElementById('tab-' + key);
+  if (!tab) return false;
+  return [...tab.querySelectorAll('[data-testid="status-tracker"]')]
+    .some((el) => !el.classList.contains('hide') && el.offsetParent !== null);
+}"""
+
+
+def settle(page, key: str, settle_ms: int, cap_ms: int = 25_000) -> None:
+    """Wait `settle_ms`, then until the tab has no running event and its number of drawn
+    plotly figures has held still for 2 s (plotly loads lazily), at most `cap_ms`."""
+    page.wait_for_timeout(settle_ms)
+    waited, still, last = 0, 0, -1
+    while waited < cap_ms and still < 2000:
+        count = page.locator(f"#tab-{key} .js-plotly-plot").count()
+        busy = page.evaluate(_BUSY_JS, key)
+        still = still + 250 if (count == last and not busy) else 0
+        last = count
+        page.wait_for_timeout(250)
+        waited += 250
+
+
 def shoot(url: str, keys: list[str], out: Path, talk: bool, lang: str, settle_ms: int) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
@@ -67,7 +90,7 @@ def shoot(url: str, keys: list[str], out: Path, talk: bool, lang: str, settle_ms
         for key in keys:
             page.goto(f"{url}?tab={key}&run=0&talk={int(talk)}", wait_until="load")
             page.wait_for_selector(f"#tab-{key}", state="visible", timeout=30_000)
-            page.wait_for_timeout(settle_ms)
+            settle(page, key, settle_ms)
             # Error toasts (often another tab's start-up) are reported here, then dismissed so the
             # picture shows the tab itself.
             for text in page.locator(".toast-wrap").all_inner_texts():
