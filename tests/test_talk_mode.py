@@ -29,8 +29,12 @@ def test_talk_mode_toggles_by_button_and_keyboard_and_nothing_overflows(app_url,
     assert page.evaluate("document.body.classList.contains('ptx-talk')")
     assert page.get_attribute("#ptx-talk-toggle", "aria-pressed") == "true"
     assert _font_px(page, "#ptx-header p") >= body_px * 1.25
-    # Nothing wider than the projector's 1280 pixels.
+    # Nothing wider than the projector's 1280 pixels, and no header label cut off.
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    clipped = page.evaluate("""[...document.querySelectorAll('#ptx-controls button')]
+        .filter((b) => b.scrollWidth > b.clientWidth + 1 || b.getBoundingClientRect().right > 1280)
+        .map((b) => b.innerText)""")
+    assert not clipped, f"header buttons cut off in talk mode: {clipped}"
 
     # Every tab, in talk mode, still fits the projector's width.
     for module in stations():
