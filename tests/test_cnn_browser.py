@@ -10,7 +10,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 def test_example_click_classifies_and_bad_upload_is_explained(app_url, browser, tmp_path):
     page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(app_url, wait_until="networkidle")
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.wait_for_selector("#ptx-tabs", timeout=60_000)
     page.get_by_role("tab", name="CNN", exact=True).click()
     tab = page.locator("#tab-cnn")
     tab.locator(".gallery-item").nth(1).click()  # coffee
