@@ -214,3 +214,18 @@ def test_trained_checkpoint_manifest(name):
     assert {"0.75", "0.9"} <= set(table)
     for row in table.values():
         assert {"mae", "mean_fill", "biharmonic"} <= set(row)
+
+
+def test_sincos_matches_transformers_layouts():
+    """Rows-first equals transformers' builder; cols-first equals the layout of facebook's weights."""
+    from transformers.models.vit_mae import modeling_vit_mae as hf
+
+    ref = hf.build_2d_sinusoidal_position_embedding(4, 4, embed_dim=32, cls_token=True).numpy()
+    assert np.allclose(sincos_2d(32, 4), ref)
+    assert np.allclose(sincos_2d(32, 4, cols_first=True), np.concatenate([ref[:, 16:], ref[:, :16]], axis=1))
+
+
+def test_fill_only_zero_tables(tiny):
+    from engine.models.mae import fill_position_embeddings
+
+    assert fill_position_embeddings(tiny, only_zero=True) == []  # both already filled

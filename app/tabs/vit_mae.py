@@ -39,7 +39,8 @@ STRINGS = {
                  "sentence of **patches**. A masked autoencoder (**MAE**) hides most of them and learns "
                  "to paint them back. Pick an image, then move the slider.",
         "image": "Image (upload, or pick an example; MAE and ViT use its centre square)",
-        "examples": "Examples (the faces were never shown to the faces MAE)",
+        "examples": "Examples (held out from training: chelsea, coffee, rocket, china for the natural-image "
+                    "MAE; the faces for the faces MAE)",
         "tab_mae": "MAE: hide and repaint",
         "tab_patches": "Patches & positions",
         "tab_attention": "ViT attention",
@@ -101,7 +102,7 @@ STRINGS = {
         "intro": "### 从像素到图块，再回到像素\n视觉 Transformer 把一张图读成由**图块**组成的“句子”。"
                  "掩码自编码器（**MAE**）遮住大部分图块，再学着把它们画回来。选一张图，然后拖动滑块。",
         "image": "图像（上传或选择示例；MAE 与 ViT 使用中间的正方形区域）",
-        "examples": "示例（这些人脸从未给人脸 MAE 看过）",
+        "examples": "示例（训练时未见过：自然图像 MAE 没见过 chelsea、coffee、rocket 和 china；人脸 MAE 没见过这些人脸）",
         "tab_mae": "MAE：遮住再画回",
         "tab_patches": "图块与位置",
         "tab_attention": "ViT 注意力",

@@ -24,18 +24,19 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def sincos_2d(embed_dim: int, grid: int, cls_token: bool = True) -> np.ndarray:
+def sincos_2d(embed_dim: int, grid: int, cls_token: bool = True, cols_first: bool = False) -> np.ndarray:
     """Fixed 2-D sin-cos position embeddings as in the MAE paper.
 
     Returns (grid*grid [+1], embed_dim) float32; half the channels encode the row, half the
-    column, each as sin/cos at geometric frequencies; the [CLS] row is zeros.
+    column, each as sin/cos at geometric frequencies; the [CLS] row is zeros. facebook's
+    released MAE weights put the column half first (`cols_first=True`).
     """
     if embed_dim % 4:
         raise ValueError(f"embed_dim must be a multiple of 4, not {embed_dim}")
     omega = 1.0 / 10000 ** (np.arange(embed_dim // 4, dtype=np.float64) / (embed_dim / 4))  # (D/4,)
     rows, cols = np.meshgrid(np.arange(grid, dtype=np.float64), np.arange(grid, dtype=np.float64), indexing="ij")
     parts = []
-    for pos in (rows.ravel(), cols.ravel()):
+    for pos in ((cols.ravel(), rows.ravel()) if cols_first else (rows.ravel(), cols.ravel())):
         out = np.outer(pos, omega)  # (L, D/4)
         parts += [np.sin(out), np.cos(out)]
     emb = np.concatenate(parts, axis=1)  # (L, D)
@@ -44,14 +45,19 @@ def sincos_2d(embed_dim: int, grid: int, cls_token: bool = True) -> np.ndarray:
     return emb.astype(np.float32)
 
 
-def fill_position_embeddings(model: Any) -> None:
-    """Write fixed sin-cos embeddings into the encoder and decoder of a ViTMAEForPreTraining."""
+def fill_position_embeddings(model: Any, only_zero: bool = False, cols_first: bool = False) -> list[str]:
+    """Write fixed sin-cos embeddings into the encoder and decoder of a ViTMAEForPreTraining
+    (only the all-zero tables when `only_zero`); returns the names of the tables written."""
     grid = model.config.image_size // model.config.patch_size
+    written = []
     with torch.no_grad():
-        enc = model.vit.embeddings.position_embeddings  # (1, L+1, D)
-        enc.copy_(torch.from_numpy(sincos_2d(enc.shape[-1], grid)).unsqueeze(0))
-        dec = model.decoder.decoder_pos_embed  # (1, L+1, Dd)
-        dec.copy_(torch.from_numpy(sincos_2d(dec.shape[-1], grid)).unsqueeze(0))
+        for name, table in (("encoder", model.vit.embeddings.position_embeddings),  # (1, L+1, D)
+                            ("decoder", model.decoder.decoder_pos_embed)):  # (1, L+1, Dd)
+            if only_zero and bool(table.abs().sum() > 0):
+                continue
+            table.copy_(torch.from_numpy(sincos_2d(table.shape[-1], grid, cols_first=cols_first)).unsqueeze(0))
+            written.append(name)
+    return written
 
 
 def new_mae(**config: Any) -> Any:
@@ -76,6 +82,8 @@ def _load_pretrained(located: Located, device: torch.device):
     from engine.mae import MAERunner
 
     model = ViTMAEForPreTraining.from_pretrained(located.target, local_files_only=located.local_only)
+    # the fixed tables are not always in the released files; never leave them zero (DESIGN.md)
+    refilled = fill_position_embeddings(model, only_zero=True, cols_first=True)
     model.eval().to(device)
     mean, std = IMAGENET_MEAN, IMAGENET_STD
     try:
@@ -87,7 +95,7 @@ def _load_pretrained(located: Located, device: torch.device):
         pass
     cfg = model.config
     return MAERunner(model, image_size=cfg.image_size, patch=cfg.patch_size, mean=mean, std=std,
-                     info={"norm_pix_loss": bool(cfg.norm_pix_loss)})
+                     info={"norm_pix_loss": bool(cfg.norm_pix_loss), "refilled_position_tables": refilled})
 
 
 def _load_trained(located: Located, device: torch.device):

@@ -110,7 +110,7 @@ def held_out_images(data: str, seed: int = 1234) -> tuple[list[np.ndarray], list
     """Held-out evaluation images (S, S, 3) float64 in [0, 1] and their names; never trained on.
 
     faces: the 12 held-out faces, whole. natural: each held-out photo's centre square
-    (what the app shows) plus 11 seeded random crops of it."""
+    (what the app shows) plus 5 seeded random crops of it."""
     size = DATASETS[data]["image_size"]
     imgs, names = [], []
     if data == "faces":
@@ -125,7 +125,7 @@ def held_out_images(data: str, seed: int = 1234) -> tuple[list[np.ndarray], list
             s = min(h, w)
             imgs.append(_resize(img[:, (h - s) // 2:(h - s) // 2 + s, (w - s) // 2:(w - s) // 2 + s], size))
             names.append(f"{name} (centre)")
-            for k in range(11):
+            for k in range(5):
                 imgs.append(random_crop(img, size, rng, min_side=size))
                 names.append(f"{name} crop {k}")
     return [x.permute(1, 2, 0).double().numpy() for x in imgs], names
