@@ -93,7 +93,7 @@ def shoot(url: str, keys: list[str], out: Path, talk: bool, lang: str, settle_ms
             settle(page, key, settle_ms)
             # Error toasts (often another tab's start-up) are reported here, then dismissed so the
             # picture shows the tab itself.
-            for text in page.locator(".toast-wrap").all_inner_texts():
+            for text in filter(str.strip, page.locator(".toast-wrap").all_inner_texts()):
                 print(f"  note: a toast on {key}: {' '.join(text.split())[:160]}", flush=True)
             for close in page.locator(".toast-close").all():
                 close.click()
