@@ -283,8 +283,9 @@ def _train_ui(task: str, model: str, mode: str, freeze: int, steps: int, lr: flo
     for snap in lab.finetune(task, mode, steps, lr, seed, model=model, freeze_layers=freeze_layers,
                              cancel_token=token):
         now = time.perf_counter()
-        final = snap["status"] in ("done", "cancelled", "diverged")
-        if final or now - last >= UI_EVERY_S:
+        if snap["status"] in ("done", "cancelled", "diverged"):
+            continue  # the last snapshot is drawn once, below, with the result and the table
+        if now - last >= UI_EVERY_S:
             last = now
             loss_fig, acc_fig = figures(snap, earlier)
             text = gr.skip() if snap["step"] > 1 else (
@@ -343,7 +344,7 @@ def build() -> None:
                 loss_plot = gr.Plot(empty[0], show_label=False, elem_id="ft-loss")
                 acc_plot = gr.Plot(empty[1], show_label=False, elem_id="ft-acc")
             result = gr.Markdown(tr("idle"), elem_id="ft-result")
-    with gr.Accordion(tr("why_title"), open=False):
+    with gr.Accordion(tr("why_title"), open=True):
         gr.Markdown(tr("why"), elem_classes=["ptx-explain"])
     with gr.Accordion(tr("runs"), open=True):
         table = gr.Dataframe(None, headers=RUN_HEADERS, interactive=False, wrap=False,
