@@ -52,14 +52,14 @@ STRINGS = {
         "run": "Reconstruct",
         "play": "▶ Play 0 → 95%",
         "curve": "PSNR vs ratio (with baselines)",
-        "original": "Original (model input)",
-        "masked": "What the encoder sees",
+        "original": "Original",
+        "masked": "Encoder sees",
         "reconstruction": "Reconstruction",
-        "composite": "Reconstruction + visible patches",
+        "composite": "+ visible pasted",
         "vit_model": "Vision Transformer",
         "patches_run": "Cut into patches",
         "grid_img": "The patch grid",
-        "strip": "The token sequence: [CLS], then patches row by row",
+        "strip": "**The token sequence:** [CLS], then the patches row by row",
         "pos_help": "Below, each small square is one patch position (every second one); inside it, how "
                     "similar its learned position embedding is to every other position's (after removing the "
                     "part all positions share). Nobody told the model about rows and columns: the grid "
@@ -114,14 +114,14 @@ STRINGS = {
         "run": "重建",
         "play": "▶ 从 0 播放到 95%",
         "curve": "PSNR 随遮挡比例变化（含基线）",
-        "original": "原图（模型输入）",
-        "masked": "编码器看到的",
-        "reconstruction": "重建结果",
-        "composite": "重建 + 可见图块",
+        "original": "原图",
+        "masked": "编码器所见",
+        "reconstruction": "重建",
+        "composite": "重建 + 可见块",
         "vit_model": "视觉 Transformer",
         "patches_run": "切成图块",
         "grid_img": "图块网格",
-        "strip": "词元序列：[CLS]，然后逐行排列的图块",
+        "strip": "**词元序列：** [CLS]，然后逐行排列的图块",
         "pos_help": "下图每个小方块代表一个图块位置（每隔一个取一个）；方块内显示它学到的位置向量"
                     "（去掉所有位置共有的部分后）与其他所有位置的相似度。"
                     "没有人告诉模型什么是行和列：网格结构是训练中自己长出来的。",
@@ -234,9 +234,9 @@ def ui_curve(image, seed, model, kind, ratio, progress=gr.Progress()):
                         line=dict(color=colour, dash=dash, width=3), marker=dict(size=8))
     fig.add_vline(x=100 * float(ratio), line=dict(color="#444", width=1, dash="dot"))
     fig.update_layout(
-        title=dict(text=f"PSNR on hidden patches · {loaded.label()}", font=dict(size=15)),
+        title=dict(text=f"PSNR on hidden patches<br><sup>{loaded.label()}</sup>", font=dict(size=15)),
         xaxis_title="masking ratio (%)", yaxis_title="PSNR (dB, higher is better)", height=340,
-        margin=dict(l=60, r=20, t=50, b=50), font=FIG_FONT, legend=dict(orientation="h", y=-0.25),
+        margin=dict(l=60, r=20, t=60, b=50), font=FIG_FONT, legend=dict(orientation="h", y=-0.25),
         template="plotly_white")
     return fig
 
@@ -253,10 +253,10 @@ def ui_patches(image, model, progress=gr.Progress()):
     fig = go.Figure(go.Heatmap(z=mosaic, colorscale="Viridis", zmin=-1, zmax=1, hoverinfo="skip",
                                colorbar=dict(title="cosine", thickness=12)))
     fig.update_layout(
-        title=dict(text=f"Position embeddings: each tile is one position's cosine similarity to all "
-                        f"{rows}×{cols} (every 2nd shown) · {loaded.label()}",
+        title=dict(text=f"Position-embedding similarity, {rows}×{cols} positions (every 2nd tile)"
+                        f"<br><sup>{loaded.label()}</sup>",
                    font=dict(size=14)),
-        height=470, margin=dict(l=10, r=10, t=45, b=10), font=FIG_FONT,
+        height=470, margin=dict(l=10, r=10, t=60, b=10), font=FIG_FONT,
         xaxis=dict(visible=False), yaxis=dict(visible=False, autorange="reversed", scaleanchor="x"))
     caption = (f"{runner.image_size}×{runner.image_size} px → {rows}×{cols} = {rows * cols} patches of "
                f"{runner.patch}×{runner.patch} px, each a {runner.model.config.hidden_size}-dim token; "
@@ -327,7 +327,8 @@ def build() -> None:
                     with gr.Row():
                         grid_img = gr.Image(label=tr("grid_img"), height=300, interactive=False)
                         with gr.Column():
-                            strip = gr.Image(label=tr("strip"), height=90, interactive=False)
+                            gr.Markdown(tr("strip"))
+                            strip = gr.Image(show_label=False, height=80, interactive=False)
                             gr.Markdown(tr("pos_help"))
                     pos_plot = gr.Plot(show_label=False)
                 with gr.Tab(tr("tab_attention")):
@@ -370,9 +371,9 @@ def build() -> None:
         api_vit_model = gr.Textbox()
         api_out = gr.JSON()
         api_out2 = gr.JSON()
-    gr.on(triggers=None, fn=guarded(mae), inputs=[api_image, api_ratio, api_seed, api_model], outputs=api_out,
+    gr.on(triggers=[], fn=guarded(mae), inputs=[api_image, api_ratio, api_seed, api_model], outputs=api_out,
           api_name="mae", **DEVICE_QUEUE)
-    gr.on(triggers=None, fn=guarded(vit_attention), inputs=[api_image, api_layer, api_vit_model], outputs=api_out2,
+    gr.on(triggers=[], fn=guarded(vit_attention), inputs=[api_image, api_layer, api_vit_model], outputs=api_out2,
           api_name="vit_attention", **DEVICE_QUEUE)
 
     if deeplinks is not None:
