@@ -77,6 +77,7 @@ class TabLinks:
     inputs: dict[str, tuple[gr.components.Component, Parser | None]] = field(default_factory=dict)
     run: gr.Button | None = None            # pressed when a link names no input of a panel
     runs: dict[str, gr.Button] = field(default_factory=dict)   # input name -> its panel's button
+    panels: dict[str, tuple[gr.Tabs, str]] = field(default_factory=dict)  # input name -> (inner Tabs, tab id)
 
 
 @dataclass
@@ -104,12 +105,15 @@ def register(
     key: str,
     inputs: Mapping[str, gr.components.Component | tuple[gr.components.Component, Parser]] | None = None,
     run: gr.Button | None = None,
+    panel: tuple[gr.Tabs, str] | None = None,
 ) -> None:
     """Declare which inputs of tab `key` a URL may set, and which button runs the tab.
 
     Call inside the tab's `build()`. `inputs` maps a query name to a component or to
     `(component, parse)`. Calling it again for the same tab adds another panel: its
-    inputs, pressed by its own `run` button.
+    inputs, pressed by its own `run` button. When the panel is one tab of an inner
+    `gr.Tabs`, pass `panel=(inner_tabs, tab_id)`: a link naming its inputs brings that
+    tab to the front first (a button in a hidden tab is not on the page to be pressed).
     """
     links = _registry().tabs.setdefault(key, TabLinks(key))
     for name, value in (inputs or {}).items():
@@ -117,6 +121,8 @@ def register(
             raise ValueError(f"deep-link name {name!r} is reserved for the page; choose another")
         component, parse = value if isinstance(value, tuple) else (value, None)
         links.inputs[name] = (component, parse)
+        if panel is not None:
+            links.panels[name] = panel
     if run is None:
         return
     if not run.elem_id:
@@ -206,6 +212,7 @@ class Resolution:
     values: dict[gr.components.Component, Any] = field(default_factory=dict)
     run_id: str = ""
     skipped: list[str] = field(default_factory=list)
+    panel: tuple[gr.Tabs, str] | None = None
 
 
 def _shown(text: str, limit: int = 40) -> str:
@@ -241,6 +248,7 @@ def resolve(query: Mapping[str, str], tabs: Mapping[str, TabLinks], known: set[s
             continue
         if not named and name in links.runs:
             press, named = links.runs[name], True
+            out.panel = links.panels.get(name)
     if press is not None and str(query.get("run", "1")).strip().lower() not in FALSE_WORDS:
         out.run_id = press.elem_id or ""
     return out
@@ -300,7 +308,12 @@ def wire(demo: gr.Blocks, tabs: gr.Tabs, known: set[str]) -> None:
             if component not in components:
                 components.append(component)
     run_box = gr.Textbox(visible=False, elem_id="ptx-deeplink-run")
-    outputs = [tabs, run_box, *components]
+    inner = []
+    for links in reg.tabs.values():
+        for panel_tabs, _ in links.panels.values():
+            if panel_tabs not in inner:
+                inner.append(panel_tabs)
+    outputs = [tabs, run_box, *inner, *components]
 
     def apply(query: Mapping[str, str], warn: bool) -> dict:
         res = resolve(query, reg.tabs, known)
@@ -310,7 +323,8 @@ def wire(demo: gr.Blocks, tabs: gr.Tabs, known: set[str]) -> None:
             log.info("deep link %s: skipped %s", dict(query), res.skipped)
         if res.tab is None:
             return {run_box: ""}
-        return {tabs: gr.Tabs(selected=res.tab), run_box: res.run_id, **res.values}
+        shown = {res.panel[0]: gr.Tabs(selected=res.panel[1])} if res.panel else {}
+        return {tabs: gr.Tabs(selected=res.tab), run_box: res.run_id, **shown, **res.values}
 
     def on_load(request: gr.Request) -> dict:
         try:

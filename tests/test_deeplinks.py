@@ -150,3 +150,19 @@ def test_overview_button_opens_a_station_without_reloading(app_url, browser):
     page.wait_for_selector("#tab-vit_mae", state="visible", timeout=SLOW_MS)
     assert page.evaluate("window.__same_page === true")
     page.close()
+
+
+def test_a_panel_in_inner_tabs_is_brought_to_the_front():
+    with gr.Blocks():
+        with gr.Tabs() as panels:
+            with gr.Tab("A", id="a"):
+                first = gr.Textbox()
+                run_a = gr.Button(elem_id="run-a")
+            with gr.Tab("B", id="b"):
+                word = gr.Textbox()
+                run_b = gr.Button(elem_id="run-b")
+    links = {"word_vectors": TabLinks("word_vectors", inputs={"expression": (first, None), "word": (word, None)},
+                                      runs={"expression": run_a, "word": run_b},
+                                      panels={"expression": (panels, "a"), "word": (panels, "b")})}
+    res = resolve({"tab": "word_vectors", "word": "river"}, links, {"word_vectors"})
+    assert res.run_id == "run-b" and res.panel == (panels, "b") and res.values == {word: "river"}

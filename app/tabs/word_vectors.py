@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
+from app import deeplinks
 from app.common import DEVICE_QUEUE, TRAIN_QUEUE, announce_loading, api, guarded
 from app.i18n import translator
 from engine import analogy_set, bow, paths
@@ -495,8 +496,8 @@ def build() -> None:
                 refresh = gr.Button(tr("refresh"), size="sm", scale=1, min_width=90)
             provenance = gr.Markdown(_provenance(first["value"]), elem_classes=["ptx-provenance"])
 
-    with gr.Tabs():
-        with gr.Tab(tr("t_analogy")):
+    with gr.Tabs() as panels:
+        with gr.Tab(tr("t_analogy"), id="analogy"):
             gr.Markdown(tr("analogy_explain"), elem_classes=["ptx-explain"])
             with gr.Row():
                 with gr.Column(scale=2):
@@ -515,7 +516,7 @@ def build() -> None:
                 score_btn = gr.Button(tr("score"), size="sm")
                 score_note = gr.Markdown()
                 score_plot = gr.Plot(show_label=False)
-        with gr.Tab(tr("t_neighbors")):
+        with gr.Tab(tr("t_neighbors"), id="neighbors"):
             gr.Markdown(tr("neighbors_explain"), elem_classes=["ptx-explain"])
             with gr.Row():
                 with gr.Column(scale=2):
@@ -528,7 +529,7 @@ def build() -> None:
                     nb_note = gr.Markdown()
                 with gr.Column(scale=3):
                     nb_plot = gr.Plot(show_label=False)
-        with gr.Tab(tr("t_map")):
+        with gr.Tab(tr("t_map"), id="map"):
             gr.Markdown(tr("map_explain"), elem_classes=["ptx-explain"])
             with gr.Row():
                 with gr.Column(scale=2):
@@ -554,7 +555,7 @@ def build() -> None:
                 with gr.Column(scale=3):
                     bow_plot = gr.Plot(show_label=False)
                     bow_table = gr.Dataframe(headers=["word", "A", "B"], interactive=False, max_height=260)
-        with gr.Tab(tr("t_limit")):
+        with gr.Tab(tr("t_limit"), id="limit"):
             gr.Markdown(tr("limit_explain"), elem_classes=["ptx-explain"])
             with gr.Row():
                 with gr.Column(scale=2):
@@ -635,6 +636,11 @@ def build() -> None:
     gr.on([show_btn.click, trained.input], guarded(show_trained), [trained], [loss_plot, compare_table, train_summary],
           **q)
     train_event.then(lambda: gr.update(choices=_trained_choices()), None, [trained], **PRIVATE)
+
+    # Deep links (?tab=word_vectors&word=frog): a link fills a panel and presses its button;
+    deeplinks.register(KEY, {"expression": expression, "k": k}, run=solve, panel=(panels, "analogy"))
+    deeplinks.register(KEY, {"word": nb_word}, run=find, panel=(panels, "neighbors"))
+    deeplinks.register(KEY, {"words": map_words, "method": method}, run=draw, panel=(panels, "map"))
 
     api(analogy, "analogy")
     api(neighbors, "neighbors")
