@@ -13,6 +13,7 @@ import gradio as gr
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app import deeplinks
 from app.common import DEVICE_QUEUE, announce_loading, api, guarded
 from app.i18n import translator
 from engine import contextual as ctx
@@ -394,6 +395,8 @@ def build() -> None:
           api_visibility="private", trigger_mode="always_last")
     gr.on([s.change for s in (a0, a1, a2, gamma)], guarded(on_mix), [state, a0, a1, a2, gamma], mix_plot,
           api_visibility="private", trigger_mode="always_last")
+    # Deep links: ?tab=contextual&word=bank&model=elmo (or &preset=play, &sentences=...).
+    deeplinks.register(KEY, {"preset": preset, "word": word, "model": model, "sentences": text}, run=go_btn)
     api(contextual, "contextual")
 
 
