@@ -10,6 +10,7 @@ from __future__ import annotations
 import gradio as gr
 import plotly.graph_objects as go
 
+from app import deeplinks
 from app.common import DEVICE_QUEUE, announce_loading, guarded
 from app.i18n import translator
 from engine import attribution, cnn, feature_vis
@@ -459,6 +460,14 @@ def build() -> None:
     occ_btn.click(guarded(_occlusion), inputs=[image, model, target, occ_window], outputs=[occ_img, occ_md], **private)
     compare_btn.click(guarded(_transfer), inputs=[image, image_b, model], outputs=[transfer_plot, transfer_md],
                       **private)
+
+    # Deep links: ?tab=cnn&image=coffee (a packaged image's name); the image change runs the station.
+    def _packaged(name: str) -> str:
+        if name.strip().lower() not in example_names():
+            raise ValueError(f"not a packaged image; choose one of {', '.join(example_names())}")
+        return str(example_path(name.strip().lower()))
+
+    deeplinks.register(KEY, {"image": (image, _packaged), "model": model})
 
     # ------------------------------------------------------------ API endpoints (image args as files)
     with gr.Group(visible=False):
