@@ -317,6 +317,8 @@ class MAERunner:
                 mu, var = target.mean(-1, keepdim=True), target.var(-1, keepdim=True)
                 logits = logits * (var + 1e-6) ** 0.5 + mu
             rec = unpatchify(logits, self.grid, self.patch) * self.std + self.mean  # (1, 3, S, S)
+            if self.grayscale:  # a grey model's three outputs are one luminance; unused ones drift
+                rec = rec.mean(dim=1, keepdim=True).expand(-1, 3, -1, -1)
             outs.append(rec[0].permute(1, 2, 0).clamp(0, 1).double().numpy())
         return outs
 
