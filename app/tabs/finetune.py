@@ -299,9 +299,8 @@ def _train_ui(task: str, model: str, mode: str, freeze: int, steps: int, lr: flo
     yield progress_html(snap), loss_fig, acc_fig, result_markdown(snap), _runs_table()
 
 
-def _cancel(token: str) -> str:
+def _cancel(token: str) -> None:
     lab.request_cancel(token)
-    return ""
 
 
 def _export():
