@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import gradio as gr
 import plotly.graph_objects as go
 
+from app import deeplinks
 from app.common import TRAIN_QUEUE, api, guarded
 from app.i18n import translator
 from engine import paths
@@ -368,6 +369,9 @@ def build() -> None:
     if root is not None:
         root.load(_runs_table, None, table, api_visibility="private")
 
+    # Deep links (?tab=finetune&task=faces&mode=frozen) fill the form; a training run (up to
+    # a minute of the shared device) starts only when the person presses Train.
+    deeplinks.register(KEY, {"task": task, "mode": mode})
     api(finetune, "finetune", **TRAIN_QUEUE)
     api(runs, "runs")
 
