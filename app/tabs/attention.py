@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from app import deeplinks
 from app.common import DEVICE_QUEUE, announce_loading, api, guarded
 from app.i18n import translator
 from engine import attention as att
@@ -16,11 +17,6 @@ from engine import attention_views as views
 from engine import cloze
 from engine.attention import STAT_COLUMNS, STAT_LABELS
 from engine.registry import REGISTRY
-
-try:  # deep links (?tab=attention&text=...) where the app shell provides them
-    from app import deeplinks
-except ImportError:  # pragma: no cover - older shells
-    deeplinks = None
 
 TITLE = "Attention & cloze"
 KEY = "attention"
@@ -360,8 +356,7 @@ def build() -> None:
 
     api(attention, "attention")
     api(fill_mask, "fill_mask")
-    if deeplinks is not None and hasattr(deeplinks, "register"):
-        deeplinks.register(KEY, {"text": text, "model": model}, run=run_btn)
+    deeplinks.register(KEY, {"text": text, "model": model}, run=run_btn)  # ?tab=attention&text=...
 
 
 if __name__ == "__main__":
