@@ -352,6 +352,14 @@ def build() -> None:
     gr.on([run.click, image.change, kind.change, seed.change, mae_model.change], guarded(ui_mae),
           inputs=mae_in, outputs=mae_out, **q)
     ratio.change(guarded(ui_mae), inputs=mae_in, outputs=mae_out, trigger_mode="always_last", **q)
+
+    # The default image is reconstructed as the page opens (no inputs: this fires on load only),
+    # so the four panels are never empty on a projector.
+    def first(progress=gr.Progress()):
+        return ui_mae(image.value["path"] if isinstance(image.value, dict) else image.value,
+                      ratio.value, seed.value, mae_model.value, kind.value, progress)
+
+    gr.on(None, guarded(first), None, mae_out, **q)
     play.click(guarded(ui_play), inputs=[image, seed, mae_model, kind], outputs=[ratio, *panels, caption], **q)
     curve_btn.click(guarded(ui_curve), inputs=[image, seed, mae_model, kind, ratio], outputs=curve, **q)
     patch_out = [grid_img, strip, pos_plot, patch_caption]
