@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import socket
 import threading
@@ -166,6 +167,26 @@ def verify(located: Located) -> None:
             )
 
 
+def manifest_digests(folder: Path) -> dict[str, str]:
+    """{file: sha256} recorded in a trained-here folder's manifest.json ({} if it has none).
+    Reads both layouts the training scripts write: `files: {name: digest | {"sha256": digest}}`
+    and a single `file` + `sha256`."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, str] = {}
+    files = manifest.get("files")
+    if isinstance(files, dict):
+        for name, info in files.items():
+            digest = info.get("sha256") if isinstance(info, dict) else info
+            if isinstance(digest, str):
+                out[name] = digest
+    if isinstance(manifest.get("file"), str) and isinstance(manifest.get("sha256"), str):
+        out[manifest["file"]] = manifest["sha256"]
+    return out
+
+
 # ---------------------------------------------------------------- locate
 def package_path(ref: str) -> Path:
     """Path of "<import name>/<inside>" in an installed package, without importing it."""
@@ -204,4 +225,7 @@ def locate(source: Source, check_hashes: bool = True) -> Located:
         raise SourceError(f"unknown source kind {source.kind!r}")
     if check_hashes:
         verify(located)
+        if source.kind == "trained-here" and located.path.is_dir():
+            # Checkpoints trained here are pinned by the digests their manifest records.
+            verify(Located(Source(source.kind, source.ref, sha256=manifest_digests(located.path)), path=located.path))
     return located

@@ -157,3 +157,18 @@ def test_a_failed_preferred_spec_is_not_retried_on_every_call(checkpoints):
     assert reg.get("cnn").spec.id == "fallback"
     assert reg.get("cnn").spec.id == "fallback"
     assert calls["n"] == 1
+
+
+def test_trained_here_files_are_pinned_by_their_manifest(checkpoints):
+    import json
+
+    folder = checkpoints / "trained" / "toy"
+    digest = _write(folder, "trained")
+    (folder / "manifest.json").write_text(json.dumps({"files": {"weights.txt": {"sha256": digest}}}))
+    assert locate(Source("trained-here", "toy")).path == folder
+    (folder / "weights.txt").write_text("tampered")
+    with pytest.raises(SourceError, match="sha256"):
+        locate(Source("trained-here", "toy"))
+    (folder / "manifest.json").write_text(json.dumps({"file": "weights.txt", "sha256": digest}))
+    with pytest.raises(SourceError, match="sha256"):
+        locate(Source("trained-here", "toy"))

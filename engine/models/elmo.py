@@ -18,7 +18,7 @@ import torch
 from engine import paths
 from engine.elmo import BiLM, ElmoEmbedder
 from engine.registry import ModelSpec, register
-from engine.sources import Located, Source, sha256_file
+from engine.sources import Located, Source
 
 
 def _load_official(located: Located, device: torch.device) -> ElmoEmbedder:
@@ -36,7 +36,8 @@ def _load_official(located: Located, device: torch.device) -> ElmoEmbedder:
 
 def load_trained(folder: Path, device: torch.device | str = "cpu") -> ElmoEmbedder:
     """The biLM trained here: options.json + model.safetensors ("bilm.*" tensors), checked
-    against the sha256 in manifest.json. ValueError if a file is missing or altered."""
+    against the sha256 in manifest.json when located through the registry
+    (`engine.sources.locate`). ValueError if a file is missing."""
     from safetensors.torch import load_file
 
     manifest_file, weights = folder / "manifest.json", folder / "model.safetensors"
@@ -44,9 +45,6 @@ def load_trained(folder: Path, device: torch.device | str = "cpu") -> ElmoEmbedd
         raise ValueError(f"{folder} needs manifest.json and model.safetensors "
                          "(train with `python -m engine.train.elmo`)")
     manifest = json.loads(manifest_file.read_text())
-    for name, info in manifest.get("files", {}).items():
-        if sha256_file(folder / name) != info["sha256"]:
-            raise ValueError(f"{name} in {folder} does not match the sha256 in its manifest")
     options = json.loads((folder / "options.json").read_text())
     bilm = BiLM(options)
     tensors = load_file(str(weights))
