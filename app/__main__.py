@@ -38,9 +38,10 @@ def main(argv: list[str] | None = None) -> None:
 
     demo = build_app()
     if args.warm:
+        from app.preset_cache import prefetch_in_background
         from engine.warmup import warm_in_background
 
-        warm_in_background()
+        prefetch_in_background(demo.ptx_presets, after=warm_in_background())
     auth = None
     if args.auth:
         user, _, password = args.auth.partition(":")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app import deeplinks, header
+from app import deeplinks, header, preset_cache
 from app.i18n import build_i18n, translator
 from app.stations import stations
 from app.theme import CSS, THEME
+from engine.timeline import load_timeline
 
 TITLE = "Pretraining Explorer"
 KEY = "main"
@@ -44,7 +45,10 @@ def build_app() -> gr.Blocks:
                 with gr.Tab(_tab_label(module), id=module.KEY, elem_id=f"tab-{module.KEY}"):
                     module.build()
         # The URL (?tab=...&...) selects a tab and fills its declared inputs (app/deeplinks.py).
-        deeplinks.wire(demo, tabs, {module.KEY for module in stations()})
+        known = {module.KEY for module in stations()}
+        deeplinks.wire(demo, tabs, known)
+        # The Overview's presets answer their first click from a cache (app/preset_cache.py).
+        preset_cache.install(demo, [(n.station, n.preset) for n in load_timeline().nodes], known)
     demo.queue(default_concurrency_limit=4)
     return demo
 

@@ -20,22 +20,65 @@ STRINGS = {
 }
 
 STORAGE_KEY = "ptx-talk"
+PLOT_SCALE = 1.3  # talk mode's factor for every font in every plotly figure
 BUTTON_ID = "ptx-talk-toggle"
 
 # Runs once when the page loads (launch(js=...)): restores the choice, reads ?talk=,
 # installs Alt+T and defines window.ptxTalk(on?) for the button.
-ON_LOAD_JS = """
+ON_LOAD_JS = r"""
 () => {
   const KEY = '__STORAGE__';
   const mark = (on) => {
     const b = document.getElementById('__BUTTON__');
     if (b) b.setAttribute('aria-pressed', on ? 'true' : 'false');
   };
+  // Plotly draws text into SVG with sizes of its own, so CSS cannot reach it without
+  // clipping: each figure's fonts are scaled through Plotly itself (window.Plotly, set
+  // by Gradio's plot component), which lays the figure out again. The factor applied
+  // is kept in layout.meta.ptxScale, so a figure that a new result replaced is noticed.
+  const scalePlot = (gd, want) => {
+    const L = gd._fullLayout, P = window.Plotly;
+    if (!P || !L || !gd._fullData) return;
+    const have = (L.meta && L.meta.ptxScale) || 1;
+    if (Math.abs(want - have) < 1e-6) return;
+    const r = want / have, up = {};
+    const times = (v) => Array.isArray(v) ? v.map((x) => x * r) : v * r;
+    const put = (path, font) => { if (font && font.size) up[path] = times(font.size); };
+    put('font.size', L.font);
+    // Titles keep their size (pinned, as they may inherit font.size): they are the largest
+    // text already, and long ones would clip.
+    if (L.title && L.title.font) up['title.font.size'] = L.title.font.size;
+    if (L.legend) put('legend.font.size', L.legend.font);
+    if (L.hoverlabel) put('hoverlabel.font.size', L.hoverlabel.font);
+    for (const k of Object.keys(L)) {
+      if (!/^[xy]axis\d*$/.test(k) || !L[k]) continue;
+      put(k + '.tickfont.size', L[k].tickfont);
+      if (L[k].title) put(k + '.title.font.size', L[k].title.font);
+    }
+    (L.annotations || []).forEach((a, i) => put(`annotations[${i}].font.size`, a.font));
+    up.meta = Object.assign({}, L.meta || {}, { ptxScale: want });
+    P.relayout(gd, up);
+    gd._fullData.forEach((t, i) => {
+      const tr = {};
+      if (t.textfont && t.textfont.size && t.text !== undefined) tr['textfont.size'] = [times(t.textfont.size)];
+      if (t.colorbar && t.colorbar.tickfont) tr['colorbar.tickfont.size'] = [times(t.colorbar.tickfont.size)];
+      if (Object.keys(tr).length) P.restyle(gd, tr, [t.index !== undefined ? t.index : i]);
+    });
+  };
+  const scaleAll = () => {
+    const want = document.body.classList.contains('ptx-talk') ? __SCALE__ : 1;
+    document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
+      try { scalePlot(gd, want); } catch (e) { /* a figure mid-redraw: next tick */ }
+    });
+  };
+  window.ptxScalePlots = scaleAll;
+  setInterval(scaleAll, 700);  // new results arrive as new figures; cheap when nothing changed
   const apply = (on) => {
     document.body.classList.toggle('ptx-talk', on);
     mark(on);
     try { localStorage.setItem(KEY, on ? '1' : '0'); } catch (e) {}
     window.dispatchEvent(new Event('resize'));  // plotly figures re-fit their boxes
+    scaleAll();
   };
   window.ptxTalk = (on) => apply(on === undefined ? !document.body.classList.contains('ptx-talk') : !!on);
   const asked = new URLSearchParams(location.search).get('talk');
@@ -48,7 +91,7 @@ ON_LOAD_JS = """
     if (e.altKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyT') { e.preventDefault(); window.ptxTalk(); }
   });
 }
-""".replace("__STORAGE__", STORAGE_KEY).replace("__BUTTON__", BUTTON_ID)
+""".replace("__STORAGE__", STORAGE_KEY).replace("__BUTTON__", BUTTON_ID).replace("__SCALE__", str(PLOT_SCALE))
 
 TOGGLE_JS = "() => { if (window.ptxTalk) window.ptxTalk(); return []; }"
 
@@ -81,6 +124,9 @@ body.ptx-talk :focus-visible { outline: 4px solid #f59e0b !important; outline-of
 body.ptx-talk .gradio-container { max-width: 100% !important; }
 body.ptx-talk .prose pre, body.ptx-talk .prose code { white-space: pre-wrap; word-break: break-word; }
 body.ptx-talk img, body.ptx-talk svg.main-svg { max-width: 100%; }
+/* Inner tab rows wrap to a second line rather than squeezing their labels. */
+body.ptx-talk .tab-container[role="tablist"] { flex-wrap: wrap; height: auto !important; row-gap: 4px; }
+body.ptx-talk .tab-container[role="tablist"] > button[role="tab"] { flex-shrink: 0; }
 #ptx-talk-toggle[aria-pressed="true"] { background: #1e3a8a; color: #fff; border-color: #1e3a8a; }
 """
 

@@ -10,6 +10,8 @@ white), CMYK, palette and 16-bit images to 8-bit RGB.
 from __future__ import annotations
 
 import io
+import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -137,6 +139,8 @@ def example_path(name: str) -> Path:
     from engine import paths
 
     path = paths.cache_dir("examples") / f"{name}.png"
-    if not path.exists():
-        example(name).save(path)
+    if not path.exists():  # written whole, then renamed: a reader never sees half a file
+        tmp = path.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.png")
+        example(name).save(tmp)
+        tmp.replace(path)
     return path

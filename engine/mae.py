@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -453,6 +454,8 @@ def face_example_paths(n: int = 4) -> list[str]:
         path = paths.cache_dir("examples") / f"lfw_face_{i}.png"
         if not path.exists():
             faces = _faces() if faces is None else faces
-            Image.fromarray((faces[i, 0].numpy() * 255).round().astype(np.uint8)).save(path)
+            tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.png")
+            Image.fromarray((faces[i, 0].numpy() * 255).round().astype(np.uint8)).save(tmp)
+            tmp.replace(path)  # whole or not at all, for a reader in another thread
         out.append(str(path))
     return out

@@ -26,6 +26,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_SESSION: dict = {}
+
+
+@pytest.fixture(scope="session")
+def app_demo(app_url: str):
+    """The gr.Blocks behind `app_url` (same process), for tests that look inside it."""
+    return _SESSION["demo"]
+
+
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The whole app, launched once for the session on a free loopback port, offline."""
@@ -38,6 +47,7 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from engine import paths
 
     demo = build_app()
+    _SESSION["demo"] = demo
     _, url, _ = demo.launch(
         server_name="127.0.0.1",
         server_port=free_port(),

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from app.common import DEVICE_QUEUE, announce_loading, guarded
 from app.i18n import translator
+from app.safe_image import safe_image
 from engine import mae as M
 from engine import vit as V
 from engine.images import example_path
@@ -296,12 +297,12 @@ def build() -> None:
     gr.Markdown(tr("intro"))
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=260):
-            image = gr.Image(label=tr("image"), type="filepath", height=220, sources=["upload", "clipboard"],
-                             value=str(example_path("chelsea")))
+            image = safe_image(label=tr("image"), height=220, sources=["upload", "clipboard"],
+                               value=str(example_path("chelsea")))
             gr.Examples(_examples(), inputs=[image], label=tr("examples"), examples_per_page=12)
         with gr.Column(scale=3):
-            with gr.Tabs():
-                with gr.Tab(tr("tab_mae")):
+            with gr.Tabs() as inner:
+                with gr.Tab(tr("tab_mae"), id="mae"):
                     with gr.Row():
                         mae_model = gr.Dropdown(_choices("mae"), value=_default_id("mae"), label=tr("mae_model"),
                                                 scale=3)
@@ -318,7 +319,7 @@ def build() -> None:
                     curve_btn = gr.Button(tr("curve"), size="sm")
                     curve = gr.Plot(show_label=False)
                     gr.Markdown(tr("offline_note"), elem_classes=["ptx-notice"])
-                with gr.Tab(tr("tab_patches")):
+                with gr.Tab(tr("tab_patches"), id="patches"):
                     with gr.Row():
                         vit_model = gr.Dropdown(_choices("vit"), value=_default_id("vit"), label=tr("vit_model"),
                                                 scale=3)
@@ -331,7 +332,7 @@ def build() -> None:
                             strip = gr.Image(show_label=False, height=80, interactive=False)
                             gr.Markdown(tr("pos_help"))
                     pos_plot = gr.Plot(show_label=False)
-                with gr.Tab(tr("tab_attention")):
+                with gr.Tab(tr("tab_attention"), id="attention"):
                     with gr.Row():
                         att_model = gr.Dropdown(_choices("vit"), value=_default_id("vit"), label=tr("vit_model"),
                                                 scale=3)
@@ -343,7 +344,7 @@ def build() -> None:
                         roll_img = gr.Image(label=tr("rollout"), height=240, interactive=False)
                     heads = gr.Gallery(label=tr("heads_gallery"), columns=6, height=200, object_fit="contain")
                     gr.Markdown(tr("att_help"))
-                with gr.Tab(tr("tab_explain")):
+                with gr.Tab(tr("tab_explain"), id="explain"):
                     gr.Markdown(tr("explain"))
 
     q = dict(api_visibility="private", **DEVICE_QUEUE)
@@ -355,11 +356,17 @@ def build() -> None:
 
     # The default image is reconstructed as the page opens (no inputs: this fires on load only),
     # so the four panels are never empty on a projector.
-    def first(progress=gr.Progress()):
-        return ui_mae(image.value["path"] if isinstance(image.value, dict) else image.value,
-                      ratio.value, seed.value, mae_model.value, kind.value, progress)
+    # Its PSNR curve follows, so the plot under the panels is not an empty box either.
+    def start_image():
+        return image.value["path"] if isinstance(image.value, dict) else image.value
 
-    gr.on(None, guarded(first), None, mae_out, **q)
+    def first(progress=gr.Progress()):
+        return ui_mae(start_image(), ratio.value, seed.value, mae_model.value, kind.value, progress)
+
+    def first_curve(progress=gr.Progress()):
+        return ui_curve(start_image(), seed.value, mae_model.value, kind.value, ratio.value, progress)
+
+    gr.on(None, guarded(first), None, mae_out, **q).then(guarded(first_curve), None, curve, **q)
     play.click(guarded(ui_play), inputs=[image, seed, mae_model, kind], outputs=[ratio, *panels, caption], **q)
     curve_btn.click(guarded(ui_curve), inputs=[image, seed, mae_model, kind, ratio], outputs=curve, **q)
     patch_out = [grid_img, strip, pos_plot, patch_caption]
@@ -385,7 +392,9 @@ def build() -> None:
           api_name="vit_attention", **DEVICE_QUEUE)
 
     if deeplinks is not None:
-        deeplinks.register(KEY, {"mask_ratio": ratio, "seed": seed, "layer": layer, "model": mae_model}, run=run)
+        deeplinks.register(KEY, {"mask_ratio": ratio, "seed": seed, "masking": kind, "model": mae_model}, run=run,
+                           panel=(inner, "mae"))
+        deeplinks.register(KEY, {"layer": layer, "vit_model": att_model}, run=att_btn, panel=(inner, "attention"))
 
 
 if __name__ == "__main__":

@@ -125,7 +125,8 @@ def _trained_note(name: str, fallback: str) -> str:
     try:
         m = json.loads((paths.trained_dir() / name / "manifest.json").read_text())
         return (f"a small MAE trained here: {m['params'] / 1e6:.1f}M parameters, {m['data']['summary']}, "
-                f"{m['minutes']:.0f} CPU-minutes ({m['steps']} steps). Not facebook's MAE.")
+                f"{m.get('minutes_total', m['minutes']):.0f} CPU-minutes "
+                f"({m.get('steps_total', m['steps'])} steps). Not facebook's MAE.")
     except (OSError, KeyError, ValueError, TypeError):
         return fallback
 

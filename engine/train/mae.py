@@ -35,14 +35,31 @@ FACES_HELD_OUT = tuple(range(88, 100))  # lfw_subset: images 0..99 are faces; th
 NATURAL_HELD_OUT = ("chelsea", "coffee", "rocket", "china")
 NATURAL_TRAIN = ("astronaut", "horse", "camera", "coins", "moon", "hubble_deep_field", "grass",
                  "gravel", "brick", "stereo_motorcycle", "flower")
+# More photos that installed packages ship (training only; versions pinned in requirements).
+NATURAL_EXTRA = {
+    "gradio:cheetah": ("gradio", "media_assets/images/cheetah.jpg"),
+    "gradio:cheetah1": ("gradio", "media_assets/images/cheetah1.jpg"),
+    "gradio:cheetah2": ("gradio", "test_data/cheetah2.jpg"),
+    "gradio:lion": ("gradio", "media_assets/images/lion.jpg"),
+    "gradio:groot": ("gradio", "media_assets/images/groot.jpeg"),
+    "gradio:tower": ("gradio", "media_assets/images/tower.jpg"),
+    "matplotlib:grace_hopper": ("matplotlib", "mpl-data/sample_data/grace_hopper.jpg"),
+    "skimage:retina": ("skimage", "data/retina.jpg"),
+    "skimage:ihc": ("skimage", "data/ihc.png"),
+    "skimage:cell": ("skimage", "data/cell.png"),
+    "skimage:motorcycle_right": ("skimage", "data/motorcycle_right.png"),
+    "skimage:clock_motion": ("skimage", "data/clock_motion.png"),
+    "skimage:color": ("skimage", "data/color.png"),
+}
 
 DATASETS: dict[str, dict[str, Any]] = {
     "faces": dict(image_size=32, patch_size=4, grayscale=True,
                   summary="88 grey 25x25 faces from scikit-image's lfw_subset, upscaled to 32 px, "
                           "random crops, flips and contrast jitter; 12 other faces held out"),
     "natural": dict(image_size=64, patch_size=8, grayscale=False,
-                    summary="random 64 px crops (scale 64 px..whole image) and flips of 11 packaged "
-                            "scikit-image/scikit-learn photos; chelsea, coffee, rocket and china held out"),
+                    summary="random 64 px crops (scale 64 px..whole image) and flips of 24 photos that "
+                            "installed packages ship (scikit-image, scikit-learn, gradio, matplotlib); "
+                            "chelsea, coffee, rocket and china held out"),
 }
 
 
@@ -53,11 +70,25 @@ def _faces() -> torch.Tensor:
     return torch.from_numpy(skimage.data.lfw_subset()[:100]).float().unsqueeze(1)
 
 
+def _package_photo(name: str):
+    """A photo file shipped inside an installed package (NATURAL_EXTRA), as RGB PIL."""
+    import importlib.util
+
+    from engine.images import load_image
+
+    package, rel = NATURAL_EXTRA[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(f"{package} is not installed")
+    return load_image(Path(spec.origin).parent / rel)
+
+
 def _natural(names: tuple[str, ...]) -> list[torch.Tensor]:
-    """Packaged photos as (3, H, W) float in [0, 1] (through engine.images)."""
+    """Packaged photos as (3, H, W) float in [0, 1]: engine.images examples, or NATURAL_EXTRA."""
     from engine.images import example
 
-    return [torch.from_numpy(np.asarray(example(n), dtype=np.float32) / 255.0).permute(2, 0, 1) for n in names]
+    imgs = [_package_photo(n) if n in NATURAL_EXTRA else example(n) for n in names]
+    return [torch.from_numpy(np.asarray(im, dtype=np.float32) / 255.0).permute(2, 0, 1) for im in imgs]
 
 
 def _resize(x: torch.Tensor, size: int) -> torch.Tensor:
@@ -86,7 +117,7 @@ class Batches:
             faces = _faces()
             self.train = [faces[i] for i in range(100) if i not in FACES_HELD_OUT]
         else:
-            self.train = _natural(NATURAL_TRAIN)
+            self.train = _natural(NATURAL_TRAIN + tuple(NATURAL_EXTRA))
 
     def batch(self, step: int) -> torch.Tensor:
         """(B, 3, S, S) float in [0, 1]."""
@@ -211,13 +242,17 @@ def export(model, data: str, out: Path, args: argparse.Namespace, steps: int, mi
         "files": {n: sha256_file(out / n) for n in ("model.safetensors", "config.json")},
         "command": "python -m engine.train.mae " + " ".join(sys.argv[1:]),
         "data": {"summary": info["summary"],
-                 "train": list(NATURAL_TRAIN) if data == "natural" else "lfw_subset faces 0..87",
+                 "train": list(NATURAL_TRAIN) + list(NATURAL_EXTRA) if data == "natural" else "lfw_subset faces 0..87",
                  "held_out": list(NATURAL_HELD_OUT) if data == "natural" else "lfw_subset faces 88..99"},
         "params": int(sum(p.numel() for p in model.parameters())),
         "steps": steps, "batch": args.batch, "lr": args.lr, "seed": args.seed,
         "mask_ratio_train": [args.ratio_lo, args.ratio_hi], "block_mask_fraction": args.block_frac,
         "minutes": round(minutes, 1),
-        "hardware": "shared 2-core CPU, 1 torch thread, nice 5 (other jobs running)",
+        "hardware": args.hardware,
+        "init_from": args.init_from_note,
+        # With --init-from, the totals count the earlier model's training too.
+        "steps_total": steps + int((args.init_from_note or {}).get("steps") or 0),
+        "minutes_total": round(minutes + float((args.init_from_note or {}).get("minutes") or 0), 1),
         "final_loss": round(float(np.mean(losses[-50:])), 5) if losses else None,
         "preprocess": pre,
         "heldout_psnr_db": metrics,
@@ -243,6 +278,16 @@ def train(args: argparse.Namespace) -> None:
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr,
                             betas=(0.9, 0.95), weight_decay=0.05)
     step, elapsed, losses = 0, 0.0, []
+    args.init_from_note = None
+    if args.init_from:
+        from safetensors.torch import load_file
+
+        init = Path(args.init_from)
+        model.load_state_dict(load_file(init / "model.safetensors"))
+        prior = json.loads((init / "manifest.json").read_text()) if (init / "manifest.json").exists() else {}
+        args.init_from_note = {"dir": str(init), "steps": prior.get("steps"), "minutes": prior.get("minutes"),
+                               "model.safetensors": prior.get("files", {}).get("model.safetensors")}
+        print(f"initialised from {init} ({prior.get('steps')} steps before)", flush=True)
     if state_file.exists() and not args.restart:
         st = torch.load(state_file, weights_only=True)
         model.load_state_dict(st["model"])
@@ -319,6 +364,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--save-every", type=int, default=100)
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop (resumable) after this much wall time")
     p.add_argument("--restart", action="store_true", help="ignore a saved state and start over")
+    p.add_argument("--init-from", default="", help="start from an exported model folder's weights")
+    p.add_argument("--hardware", default="2-core CPU", help="what it ran on, for the manifest")
     train(p.parse_args(argv))
 
 
