@@ -21,6 +21,11 @@ def test_reconstruction_curve_attention_and_a_bad_upload(app_url, browser, tmp_p
     # The PSNR curve is drawn without a click: three lines (MAE and two baselines).
     page.wait_for_function("""() => [...document.querySelectorAll('#tab-vit_mae .js-plotly-plot')]
         .some((gd) => gd._fullData && gd._fullData.length >= 3)""")
+    # Every figure can be saved as PNG: Plotly's own download button is on the curve,
+    # and each image panel has Gradio's download button.
+    assert page.locator("#tab-vit_mae .modebar-btn[data-title*='png' i]").count() >= 1
+    assert tab.get_by_role("button", name="Download").count() >= 4 or \
+        tab.locator("a[download], button[aria-label*='ownload']").count() >= 4
 
     tab.get_by_role("tab", name="ViT attention", exact=True).click()
     tab.get_by_role("button", name="Show attention", exact=True).click()
