@@ -35,10 +35,13 @@ ON_LOAD_JS = r"""
   // Plotly draws text into SVG with sizes of its own, so CSS cannot reach it without
   // clipping: each figure's fonts are scaled through Plotly itself (window.Plotly, set
   // by Gradio's plot component), which lays the figure out again. The factor applied
-  // is kept in layout.meta.ptxScale, so a figure that a new result replaced is noticed.
+  // is kept in layout.meta.ptxScale, so a figure that a new result replaced is noticed;
+  // a figure may cap it with layout.meta.ptxMaxScale.
   const scalePlot = (gd, want) => {
     const L = gd._fullLayout, P = window.Plotly;
     if (!P || !L || !gd._fullData) return;
+    // A figure may cap its factor (layout.meta.ptxMaxScale) when its type is large already.
+    if (L.meta && L.meta.ptxMaxScale) want = Math.min(want, L.meta.ptxMaxScale);
     const have = (L.meta && L.meta.ptxScale) || 1;
     if (Math.abs(want - have) < 1e-6) return;
     const r = want / have, up = {};

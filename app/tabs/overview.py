@@ -152,6 +152,9 @@ def _map_figure(focus: str, tl: Timeline) -> go.Figure:
                 "font": {"size": 13}, "bgcolor": "rgba(255,255,255,0)"},
         hoverlabel={"font": {"size": 14, "family": FONT}, "align": "left", "bgcolor": "white"},
         showlegend=True, modebar={"orientation": "v"},
+        # Its type is projector-sized already and its labels are placed by hand: talk mode
+        # (app/talk_mode.py) leaves this figure's fonts as they are.
+        meta={"ptxMaxScale": 1},
     )
     return fig
 
