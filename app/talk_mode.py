@@ -107,6 +107,7 @@ body.ptx-talk .gradio-container, body.ptx-talk {
   --block-title-text-size: 19px; --block-label-text-size: 17px; --block-info-text-size: 17px;
   --input-text-size: 21px; --button-large-text-size: 21px; --button-small-text-size: 18px;
   --section-header-text-size: 20px; --prose-text-size: 21px; --table-text-size: 18px;
+  --checkbox-label-text-size: 18px;
   --body-text-color: #000; --body-text-color-subdued: #1e293b; --block-label-text-color: #000;
   --block-title-text-color: #000; --block-info-text-color: #1e293b; --input-placeholder-color: #334155;
   --block-border-color: #334155; --input-border-color: #334155;
