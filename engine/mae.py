@@ -190,6 +190,20 @@ def masked_forward(model: Any, pixel_values: torch.Tensor, ids_shuffle: torch.Te
     return model.decoder(latent, ids_restore).logits  # (B, L, p*p*C)
 
 
+def visible_mean(pixel_values: torch.Tensor, ids_shuffle: torch.Tensor, n_keep: int, patch: int) -> torch.Tensor:
+    """Per image and channel, the mean over the visible patches' pixels: (B, C, 1, 1).
+
+    pixel_values: (B, C, H, W); ids_shuffle: (B, L) visible first (as `masked_forward`).
+    Models trained with `centre_visible` see the image minus this mean and predict the
+    rest relative to it, so "no idea" means the visible colour (never a hidden pixel)."""
+    b, c, h, w = pixel_values.shape
+    rows, cols = h // patch, w // patch
+    seen = torch.zeros(b, rows * cols, device=pixel_values.device)
+    seen.scatter_(1, ids_shuffle[:, :n_keep], 1.0)
+    seen = seen.view(b, 1, rows, cols).repeat_interleave(patch, 2).repeat_interleave(patch, 3)  # (B, 1, H, W)
+    return (pixel_values * seen).sum((2, 3), keepdim=True) / seen.sum((2, 3), keepdim=True).clamp_min(1.0)
+
+
 def shuffle_from_order(order: np.ndarray) -> np.ndarray:
     """Hidden-first order -> visible-first shuffle (what `masked_forward` takes)."""
     return np.ascontiguousarray(order[::-1])
@@ -261,10 +275,14 @@ class MAERunner:
     normalisation of [0, 1] pixels. grayscale: feed luminance to all channels (the faces
     model saw only grey faces). norm_pix_loss: the decoder predicts each patch normalised by
     its own mean and variance (then showing pixels needs those statistics; see `predict`).
+    centre_visible: the model was trained on images minus their visible patches' mean
+    colour (`visible_mean`); `predict` does the same and adds it back.
     """
 
     def __init__(self, model: Any, *, image_size: int, patch: int, mean=(0.5, 0.5, 0.5),
-                 std=(0.5, 0.5, 0.5), grayscale: bool = False, info: dict | None = None) -> None:
+                 std=(0.5, 0.5, 0.5), grayscale: bool = False, centre_visible: bool = False,
+                 info: dict | None = None) -> None:
+        self.centre_visible = bool(centre_visible)
         self.model = model
         self.image_size = int(image_size)
         self.patch = int(patch)
@@ -312,12 +330,16 @@ class MAERunner:
         outs = []
         for order, nh in zip(orders, n_hidden_list, strict=True):
             shuffle = torch.from_numpy(shuffle_from_order(order)).unsqueeze(0).to(dev)
-            logits = masked_forward(self.model, px, shuffle, len(order) - nh).float().cpu()  # (1, L, p*p*3)
+            mu = visible_mean(px, shuffle, len(order) - nh, self.patch) if self.centre_visible else 0.0
+            logits = masked_forward(self.model, px - mu, shuffle, len(order) - nh).float().cpu()  # (1, L, p*p*3)
             if self.norm_pix_loss:
                 target = patchify(px.cpu(), self.patch)
                 mu, var = target.mean(-1, keepdim=True), target.var(-1, keepdim=True)
                 logits = logits * (var + 1e-6) ** 0.5 + mu
-            rec = unpatchify(logits, self.grid, self.patch) * self.std + self.mean  # (1, 3, S, S)
+            rec = unpatchify(logits, self.grid, self.patch)  # (1, 3, S, S), normalised
+            if self.centre_visible:
+                rec = rec + mu.cpu()
+            rec = rec * self.std + self.mean
             if self.grayscale:  # a grey model's three outputs are one luminance; unused ones drift
                 rec = rec.mean(dim=1, keepdim=True).expand(-1, 3, -1, -1)
             outs.append(rec[0].permute(1, 2, 0).clamp(0, 1).double().numpy())

@@ -214,6 +214,12 @@ def test_trained_checkpoint_manifest(name):
     assert {"0.75", "0.9"} <= set(table)
     for row in table.values():
         assert {"mae", "mean_fill", "biharmonic"} <= set(row)
+    # The bar (issue 11), on held-out images with random masks: above mean-colour fill at
+    # every ratio, above biharmonic inpainting at 75% and 90%.
+    for ratio, row in table.items():
+        assert row["mae"] > row["mean_fill"], (name, ratio, row)
+    for ratio in ("0.75", "0.9"):
+        assert table[ratio]["mae"] > table[ratio]["biharmonic"], (name, ratio, table[ratio])
 
 
 def test_sincos_matches_transformers_layouts():
@@ -229,3 +235,35 @@ def test_fill_only_zero_tables(tiny):
     from engine.models.mae import fill_position_embeddings
 
     assert fill_position_embeddings(tiny, only_zero=True) == []  # both already filled
+
+
+# ---------------------------------------------------------------- centring on the visible colour
+def test_visible_mean_is_the_mean_of_the_visible_patches_only():
+    torch.manual_seed(1)
+    x = torch.rand(2, 3, 16, 16)
+    order = M.mask_order((4, 4), 3, "random")
+    shuffle = torch.from_numpy(np.stack([M.shuffle_from_order(order)] * 2))
+    n_keep = 4
+    mu = M.visible_mean(x, shuffle, n_keep, 4)
+    assert mu.shape == (2, 3, 1, 1)
+    seen = np.zeros(16, dtype=bool)
+    seen[shuffle[0, :n_keep].numpy()] = True
+    pix = M.patch_mask_to_pixels(seen, (4, 4), 4)  # True where visible
+    expected = x[0].permute(1, 2, 0).numpy()[pix].mean(axis=0)
+    assert np.allclose(mu[0, :, 0, 0].numpy(), expected, atol=1e-6)
+
+
+def test_centred_model_that_knows_nothing_is_exactly_mean_fill():
+    """With the decoder's output zeroed, a centre_visible MAE paints the visible mean colour:
+    the mean-colour baseline is its starting point, never a hidden pixel."""
+    torch.manual_seed(0)
+    model = new_mae(**TINY).eval()
+    with torch.no_grad():
+        model.decoder.decoder_pred.weight.zero_()
+        model.decoder.decoder_pred.bias.zero_()
+    runner = M.MAERunner(model, image_size=16, patch=4, centre_visible=True)
+    rng = np.random.default_rng(0)
+    img = rng.random((16, 16, 3))
+    rec = runner.reconstruct_array(img, 0.75, 2)
+    hidden = M.patch_mask_to_pixels(rec.mask.astype(bool), (4, 4), 4)
+    assert np.allclose(rec.reconstruction[hidden], M.mean_fill(img, hidden)[hidden], atol=1e-5)

@@ -115,7 +115,8 @@ def _load_trained(located: Located, device: torch.device):
     pre = manifest.get("preprocess", {})
     return MAERunner(model, image_size=model.config.image_size, patch=model.config.patch_size,
                      mean=tuple(pre.get("mean", (0.5, 0.5, 0.5))), std=tuple(pre.get("std", (0.5, 0.5, 0.5))),
-                     grayscale=bool(pre.get("grayscale", False)), info=manifest)
+                     grayscale=bool(pre.get("grayscale", False)),
+                     centre_visible=bool(pre.get("centre_visible", False)), info=manifest)
 
 
 def _trained_note(name: str, fallback: str) -> str:
@@ -124,9 +125,11 @@ def _trained_note(name: str, fallback: str) -> str:
 
     try:
         m = json.loads((paths.trained_dir() / name / "manifest.json").read_text())
+        centred = (" It sees the image minus the visible patches' mean colour and paints the hidden ones "
+                   "relative to it." if m.get("preprocess", {}).get("centre_visible") else "")
         return (f"a small MAE trained here: {m['params'] / 1e6:.1f}M parameters, {m['data']['summary']}, "
                 f"{m.get('minutes_total', m['minutes']):.0f} CPU-minutes "
-                f"({m.get('steps_total', m['steps'])} steps). Not facebook's MAE.")
+                f"({m.get('steps_total', m['steps'])} steps). Not facebook's MAE.{centred}")
     except (OSError, KeyError, ValueError, TypeError):
         return fallback
 

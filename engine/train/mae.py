@@ -230,9 +230,9 @@ def export(model, data: str, out: Path, args: argparse.Namespace, steps: int, mi
     model.config.to_json_file(out / "config.json")
     info = DATASETS[data]
     pre = {"image_size": info["image_size"], "patch_size": info["patch_size"], "mean": [0.5] * 3,
-           "std": [0.5] * 3, "grayscale": info["grayscale"]}
+           "std": [0.5] * 3, "grayscale": info["grayscale"], "centre_visible": bool(args.centre_visible)}
     runner = M.MAERunner(model.eval(), image_size=info["image_size"], patch=info["patch_size"],
-                         grayscale=info["grayscale"])
+                         grayscale=info["grayscale"], centre_visible=bool(args.centre_visible))
     t0 = time.time()
     metrics = evaluate(runner, data)
     import transformers
@@ -285,7 +285,8 @@ def train(args: argparse.Namespace) -> None:
         init = Path(args.init_from)
         model.load_state_dict(load_file(init / "model.safetensors"))
         prior = json.loads((init / "manifest.json").read_text()) if (init / "manifest.json").exists() else {}
-        args.init_from_note = {"dir": str(init), "steps": prior.get("steps"), "minutes": prior.get("minutes"),
+        args.init_from_note = {"dir": str(init), "steps": prior.get("steps_total", prior.get("steps")),
+                               "minutes": prior.get("minutes_total", prior.get("minutes")),
                                "model.safetensors": prior.get("files", {}).get("model.safetensors")}
         print(f"initialised from {init} ({prior.get('steps')} steps before)", flush=True)
     if state_file.exists() and not args.restart:
@@ -317,6 +318,8 @@ def train(args: argparse.Namespace) -> None:
         shuffle = batch_shuffle(x.shape[0], grid, rng, args.block_frac)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args.steps, args.lr, warmup)
+        if args.centre_visible:  # the model sees (and predicts) the image minus its visible mean colour
+            x = x - M.visible_mean(x, shuffle, n - nh, info["patch_size"])
         logits = M.masked_forward(model, x, shuffle, n - nh)  # (B, L, p*p*3)
         target = M.patchify(x, info["patch_size"])
         hidden = torch.zeros(x.shape[0], n)
@@ -364,6 +367,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--save-every", type=int, default=100)
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop (resumable) after this much wall time")
     p.add_argument("--restart", action="store_true", help="ignore a saved state and start over")
+    p.add_argument("--centre-visible", action="store_true",
+                   help="feed and predict the image minus its visible patches' mean colour")
     p.add_argument("--init-from", default="", help="start from an exported model folder's weights")
     p.add_argument("--hardware", default="2-core CPU", help="what it ran on, for the manifest")
     train(p.parse_args(argv))
