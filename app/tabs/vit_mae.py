@@ -313,8 +313,9 @@ def build() -> None:
                         run = gr.Button(tr("run"), variant="primary", scale=1)
                         play = gr.Button(tr("play"), scale=1)
                     with gr.Row():
-                        panels = [gr.Image(label=tr(k), height=210, interactive=False)
-                              for k in ("original", "masked", "reconstruction", "composite")]
+                        # Download only: the narrow panels need the room for their labels.
+                        panels = [gr.Image(label=tr(k), height=210, interactive=False, buttons=["download"])
+                                  for k in ("original", "masked", "reconstruction", "composite")]
                     caption = gr.Markdown()
                     curve_btn = gr.Button(tr("curve"), size="sm")
                     curve = gr.Plot(show_label=False)
