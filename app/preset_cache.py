@@ -76,7 +76,7 @@ def key_of(args: Sequence[Any]) -> tuple:
 
 @dataclass
 class _Job:
-    label: str                      # "station: {preset}" for logs and /health-style reports
+    label: str                      # "station: {preset}", for the log and bench/presets.py
     fn: Callable[..., Any]          # the event's own function (unwrapped)
     args: list[Any]
     key: tuple
@@ -84,19 +84,19 @@ class _Job:
 
 @dataclass
 class PresetCache:
-    """Outputs of preset events, by (event id, input key)."""
+    """Outputs of preset events, by (id of the event's own function, input key)."""
 
     jobs: list[_Job] = field(default_factory=list)
     outputs: dict[tuple[int, tuple], Any] = field(default_factory=dict)
-    wrapped: dict[int, Callable[..., Any]] = field(default_factory=dict)   # event id -> original fn
+    wrapped: dict[int, Callable[..., Any]] = field(default_factory=dict)   # BlockFunction._id -> its own fn
     hits: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def wrap(self, event_id: int, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """`fn` answering from the cache when its inputs are a cached preset's."""
+    def wrap(self, fn_id: int, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` answering from the cache when its inputs are a cached preset's (fn_id: id(fn))."""
         @functools.wraps(fn)
         def cached(*args, **kwargs):
-            found = self.outputs.get((event_id, key_of(args)))
+            found = self.outputs.get((fn_id, key_of(args)))
             if found is not None and not kwargs:
                 with self.lock:
                     self.hits += 1
