@@ -96,3 +96,12 @@ def standalone(build: Callable[[], None], title: str) -> gr.Blocks:
     demo.queue()
     demo.launch(theme=THEME, css=CSS, i18n=build_i18n([module] if module else []))
     return demo
+
+
+def start_value(component: gr.components.Component) -> Any:
+    """What an event receives from a component nobody has touched: its start value (a file
+    component's as its path)."""
+    value = getattr(component, "value", None)
+    if isinstance(value, dict) and isinstance(value.get("path"), str):
+        return value["path"]
+    return value

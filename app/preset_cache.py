@@ -29,6 +29,8 @@ from typing import Any
 
 import gradio as gr
 
+from app.common import start_value
+
 log = logging.getLogger("app.preset_cache")
 
 MAX_FILE_BYTES = 50_000_000
@@ -96,8 +98,8 @@ class PresetCache:
         """`fn` answering from the cache when its inputs are a cached preset's (fn_id: id(fn))."""
         @functools.wraps(fn)
         def cached(*args, **kwargs):
-            found = self.outputs.get((fn_id, key_of(args)))
-            if found is not None and not kwargs:
+            found = self.outputs.get((fn_id, key_of(args))) if self.outputs and not kwargs else None
+            if found is not None:
                 with self.lock:
                     self.hits += 1
                 return _fresh(found)
@@ -131,15 +133,6 @@ def _event_for(demo: gr.Blocks, block: gr.components.Component | None, event: st
     return None
 
 
-def _start_value(component: gr.components.Component) -> Any:
-    """What the event receives from a component that nobody touched: its start value, a
-    file component's as its path."""
-    value = getattr(component, "value", None)
-    if isinstance(value, dict) and isinstance(value.get("path"), str):
-        return value["path"]
-    return value
-
-
 def install(demo: gr.Blocks, presets: Sequence[tuple[str, dict[str, Any]]], known: set[str]) -> PresetCache:
     """Plan a cached output for each (station, preset) and wrap the events they fire.
     Call after `deeplinks.wire`; the cache is the app's (`demo.ptx_presets`), empty until
@@ -169,7 +162,7 @@ def install(demo: gr.Blocks, presets: Sequence[tuple[str, dict[str, Any]]], know
             fn = block_fn.fn
             cache.wrapped[block_fn._id] = fn
             block_fn.fn = cache.wrap(id(fn), fn)
-        args = [res.values[c] if c in res.values else _start_value(c) for c in block_fn.inputs]
+        args = [res.values[c] if c in res.values else start_value(c) for c in block_fn.inputs]
         cache.jobs.append(_Job(label=label, fn=fn, args=args, key=key_of(args)))
     return cache
 

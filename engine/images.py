@@ -134,13 +134,20 @@ def example(name: str) -> Image.Image:
     raise UserInputError(f"unknown example image {name!r}; choose one of {', '.join(example_names())}")
 
 
+def save_png_whole(img: Image.Image, path: Path, **options) -> Path:
+    """Save `img` as PNG at `path` through a temporary file of this process and thread,
+    then rename: a reader in another thread (or a web server) never sees half a file."""
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.png")
+    img.save(tmp, format="PNG", **options)
+    tmp.replace(path)
+    return path
+
+
 def example_path(name: str) -> Path:
     """The example saved once as PNG under the data dir (for gr.Examples and the API)."""
     from engine import paths
 
     path = paths.cache_dir("examples") / f"{name}.png"
-    if not path.exists():  # written whole, then renamed: a reader never sees half a file
-        tmp = path.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.png")
-        example(name).save(tmp)
-        tmp.replace(path)
+    if not path.exists():
+        save_png_whole(example(name), path)
     return path

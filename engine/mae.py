@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import numpy as np
 import torch
 
 from engine.errors import UserInputError
+from engine.images import save_png_whole
 
 MaskKind = Literal["random", "block", "grid"]
 MASK_KINDS: tuple[str, ...] = ("random", "block", "grid")
@@ -330,16 +330,14 @@ class MAERunner:
         outs = []
         for order, nh in zip(orders, n_hidden_list, strict=True):
             shuffle = torch.from_numpy(shuffle_from_order(order)).unsqueeze(0).to(dev)
-            mu = visible_mean(px, shuffle, len(order) - nh, self.patch) if self.centre_visible else 0.0
-            logits = masked_forward(self.model, px - mu, shuffle, len(order) - nh).float().cpu()  # (1, L, p*p*3)
+            centre = (visible_mean(px, shuffle, len(order) - nh, self.patch) if self.centre_visible
+                      else torch.zeros((), device=dev))  # (1, 3, 1, 1) or 0
+            logits = masked_forward(self.model, px - centre, shuffle, len(order) - nh).float().cpu()  # (1, L, p*p*3)
             if self.norm_pix_loss:
                 target = patchify(px.cpu(), self.patch)
                 mu, var = target.mean(-1, keepdim=True), target.var(-1, keepdim=True)
                 logits = logits * (var + 1e-6) ** 0.5 + mu
-            rec = unpatchify(logits, self.grid, self.patch)  # (1, 3, S, S), normalised
-            if self.centre_visible:
-                rec = rec + mu.cpu()
-            rec = rec * self.std + self.mean
+            rec = (unpatchify(logits, self.grid, self.patch) + centre.cpu()) * self.std + self.mean  # (1, 3, S, S)
             if self.grayscale:  # a grey model's three outputs are one luminance; unused ones drift
                 rec = rec.mean(dim=1, keepdim=True).expand(-1, 3, -1, -1)
             outs.append(rec[0].permute(1, 2, 0).clamp(0, 1).double().numpy())
@@ -416,9 +414,7 @@ def save_png(img: np.ndarray, prefix: str) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{prefix}-{hashlib.sha1(img.tobytes() + str(img.shape).encode()).hexdigest()[:20]}.png"
     if not path.exists():
-        tmp = path.with_suffix(".tmp.png")
-        Image.fromarray(img).save(tmp, optimize=False, compress_level=1)
-        tmp.replace(path)
+        save_png_whole(Image.fromarray(img), path, optimize=False, compress_level=1)
     return str(path)
 
 
@@ -476,8 +472,6 @@ def face_example_paths(n: int = 4) -> list[str]:
         path = paths.cache_dir("examples") / f"lfw_face_{i}.png"
         if not path.exists():
             faces = _faces() if faces is None else faces
-            tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.png")
-            Image.fromarray((faces[i, 0].numpy() * 255).round().astype(np.uint8)).save(tmp)
-            tmp.replace(path)  # whole or not at all, for a reader in another thread
+            save_png_whole(Image.fromarray((faces[i, 0].numpy() * 255).round().astype(np.uint8)), path)
         out.append(str(path))
     return out

@@ -13,7 +13,7 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from app.common import DEVICE_QUEUE, announce_loading, guarded
+from app.common import DEVICE_QUEUE, announce_loading, guarded, start_value
 from app.i18n import translator
 from app.safe_image import safe_image
 from engine import mae as M
@@ -358,14 +358,11 @@ def build() -> None:
     # The default image is reconstructed as the page opens (no inputs: this fires on load only),
     # so the four panels are never empty on a projector.
     # Its PSNR curve follows, so the plot under the panels is not an empty box either.
-    def start_image():
-        return image.value["path"] if isinstance(image.value, dict) else image.value
-
     def first(progress=gr.Progress()):
-        return ui_mae(start_image(), ratio.value, seed.value, mae_model.value, kind.value, progress)
+        return ui_mae(*map(start_value, mae_in), progress)
 
     def first_curve(progress=gr.Progress()):
-        return ui_curve(start_image(), seed.value, mae_model.value, kind.value, ratio.value, progress)
+        return ui_curve(*map(start_value, [image, seed, mae_model, kind, ratio]), progress)
 
     gr.on(None, guarded(first), None, mae_out, **q).then(guarded(first_curve), None, curve, **q)
     play.click(guarded(ui_play), inputs=[image, seed, mae_model, kind], outputs=[ratio, *panels, caption], **q)

@@ -288,7 +288,7 @@ def train(args: argparse.Namespace) -> None:
         args.init_from_note = {"dir": str(init), "steps": prior.get("steps_total", prior.get("steps")),
                                "minutes": prior.get("minutes_total", prior.get("minutes")),
                                "model.safetensors": prior.get("files", {}).get("model.safetensors")}
-        print(f"initialised from {init} ({prior.get('steps')} steps before)", flush=True)
+        print(f"initialised from {init} ({args.init_from_note['steps']} steps before)", flush=True)
     if state_file.exists() and not args.restart:
         st = torch.load(state_file, weights_only=True)
         model.load_state_dict(st["model"])
