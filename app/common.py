@@ -98,6 +98,19 @@ def standalone(build: Callable[[], None], title: str) -> gr.Blocks:
     return demo
 
 
+def quiet_on_bad_input(fn: Callable, n_outputs: int) -> Callable:
+    """`fn` for a secondary listener of an input that another event already checks: a
+    UserInputError leaves its outputs as they are (one message per bad upload, not one
+    per panel). Any other failure still goes through `guarded`."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except UserInputError:
+            return (gr.skip(),) * n_outputs if n_outputs > 1 else gr.skip()
+    return guarded(wrapper)
+
+
 def start_value(component: gr.components.Component) -> Any:
     """What an event receives from a component nobody has touched: its start value (a file
     component's as its path)."""

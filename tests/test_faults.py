@@ -6,7 +6,7 @@ import gradio as gr
 import pytest
 import torch
 
-from app.common import guarded
+from app.common import guarded, quiet_on_bad_input
 from engine.errors import ModelUnavailable, UserInputError
 
 
@@ -62,3 +62,19 @@ def test_generators_are_guarded_too():
     assert next(it) == {"step": 1}
     with pytest.raises(gr.Error, match="learning rate"):
         next(it)
+
+
+def test_a_secondary_listener_stays_quiet_on_bad_input_but_not_on_bugs():
+    def panel(image):
+        if image == "bad":
+            raise UserInputError("bad.png is a PDF")
+        if image == "bug":
+            raise KeyError("oops")
+        return "a", "b"
+
+    quiet = quiet_on_bad_input(panel, 2)
+    assert quiet("fine") == ("a", "b")
+    skipped = quiet("bad")
+    assert len(skipped) == 2 and all(isinstance(s, type(gr.skip())) for s in skipped)
+    with pytest.raises(gr.Error, match="server is still running"):
+        quiet("bug")

@@ -36,4 +36,7 @@ def test_reconstruction_curve_attention_and_a_bad_upload(app_url, browser, tmp_p
     bad.write_text("this is not a picture")
     tab.locator("input[type=file]").first.set_input_files(str(bad))
     page.wait_for_selector(":text('is not an image PIL can read')")
+    page.wait_for_timeout(1500)
+    # One message per upload (Gradio fires `change` twice on an upload), not one per panel.
+    assert page.locator(":text('is not an image PIL can read')").count() <= 2
     page.close()

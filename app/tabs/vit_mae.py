@@ -13,7 +13,7 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
-from app.common import DEVICE_QUEUE, announce_loading, guarded, start_value
+from app.common import DEVICE_QUEUE, announce_loading, guarded, quiet_on_bad_input, start_value
 from app.i18n import translator
 from app.safe_image import safe_image
 from engine import mae as M
@@ -368,10 +368,13 @@ def build() -> None:
     play.click(guarded(ui_play), inputs=[image, seed, mae_model, kind], outputs=[ratio, *panels, caption], **q)
     curve_btn.click(guarded(ui_curve), inputs=[image, seed, mae_model, kind, ratio], outputs=curve, **q)
     patch_out = [grid_img, strip, pos_plot, patch_caption]
-    gr.on([patches_btn.click, vit_model.change, image.change], guarded(ui_patches), inputs=[image, vit_model],
+    # A bad upload is reported once, by the MAE event; these panels keep what they show.
+    gr.on([patches_btn.click, vit_model.change], guarded(ui_patches), inputs=[image, vit_model],
           outputs=patch_out, **q)
+    image.change(quiet_on_bad_input(ui_patches, len(patch_out)), inputs=[image, vit_model], outputs=patch_out, **q)
     att_in, att_out = [image, layer, att_model], [heads, mean_img, roll_img, att_caption]
-    gr.on([att_btn.click, att_model.change, image.change], guarded(ui_attention), inputs=att_in, outputs=att_out, **q)
+    gr.on([att_btn.click, att_model.change], guarded(ui_attention), inputs=att_in, outputs=att_out, **q)
+    image.change(quiet_on_bad_input(ui_attention, len(att_out)), inputs=att_in, outputs=att_out, **q)
     layer.change(guarded(ui_attention), inputs=att_in, outputs=att_out, trigger_mode="always_last", **q)
 
     # The scriptable API (API.md): image arguments through a hidden gr.File.
