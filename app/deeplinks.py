@@ -148,6 +148,25 @@ def url_for(tab: str, params: Mapping[str, Any] | None = None) -> str:
     return "?" + urlencode({"tab": tab, **{k: str(v) for k, v in (params or {}).items()}})
 
 
+def opened_by_link(request: gr.Request | None, key: str) -> bool:
+    """True when this page load came from a link that opens tab `key` and presses its run
+    button (no `run=0`)."""
+    query = dict(request.query_params) if request is not None else {}
+    return (tab_key(query.get("tab"), {key}) == key
+            and str(query.get("run", "1")).strip().lower() not in FALSE_WORDS)
+
+
+def page_open(key: str, fn: Callable[[], Any], n_outputs: int) -> Callable[..., Any]:
+    """The function of a tab's page-open event (its default view) that stands aside when a
+    deep link runs the tab: both go through the same queue, and the default view finishing
+    second would overwrite what the link asked for."""
+    def on_open(request: gr.Request):
+        if opened_by_link(request, key):
+            return tuple(gr.skip() for _ in range(n_outputs)) if n_outputs > 1 else gr.skip()
+        return fn()
+    return on_open
+
+
 def tab_key(name: str | None, known: set[str]) -> str | None:
     """A tab KEY from a query value (`vit_mae`, `MAE`, `ViT-MAE`), or None if it names no tab."""
     if not name:

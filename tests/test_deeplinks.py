@@ -166,3 +166,21 @@ def test_a_panel_in_inner_tabs_is_brought_to_the_front():
                                       panels={"expression": (panels, "a"), "word": (panels, "b")})}
     res = resolve({"tab": "word_vectors", "word": "river"}, links, {"word_vectors"})
     assert res.run_id == "run-b" and res.panel == (panels, "b") and res.values == {word: "river"}
+
+
+def test_a_tab_default_view_stands_aside_when_a_link_runs_the_tab():
+    from types import SimpleNamespace
+
+    from app.deeplinks import opened_by_link, page_open
+
+    def req(**query):
+        return SimpleNamespace(query_params=query)
+
+    assert opened_by_link(req(tab="mae", seed="3"), "vit_mae")
+    assert not opened_by_link(req(tab="mae", seed="3", run="0"), "vit_mae")
+    assert not opened_by_link(req(tab="cnn"), "vit_mae") and not opened_by_link(req(), "vit_mae")
+    assert not opened_by_link(None, "vit_mae")
+    default = page_open("vit_mae", lambda: ("view", "caption"), 2)
+    assert default(req()) == ("view", "caption")
+    skipped = default(req(tab="vit_mae"))
+    assert len(skipped) == 2 and all(isinstance(s, type(gr.skip())) for s in skipped)

@@ -350,8 +350,9 @@ def build() -> None:
     chips.select(guarded(click_word), [ctext, original, k, cmodel, left_only], [ctext, *couts], **private)
 
     # Triggers None with no inputs: runs once when the page loads.
-    gr.on(None, _on_load(show_attention, (EXAMPLE_TEXT, default, 2, 0, "prev"), len(outputs)), None, outputs,
-          **private)
+    # ... unless a deep link runs this tab: it makes its own view (deeplinks.page_open).
+    gr.on(None, deeplinks.page_open(KEY, _on_load(show_attention, (EXAMPLE_TEXT, default, 2, 0, "prev"),
+                                                  len(outputs)), len(outputs)), None, outputs, **private)
     gr.on(None, _on_load(guess, (EXAMPLE_CLOZE, 8, mdefault, False), len(couts)), None, couts, **private)
 
     api(attention, "attention")

@@ -387,10 +387,12 @@ def build() -> None:
     gr.on([go_btn.click, word.submit, model.change], guarded(run), inputs, outputs,
           api_visibility="private", **DEVICE_QUEUE)
     # The first preset is drawn as the page opens (no inputs: this fires on load only).
-    def first(progress=gr.Progress()):
-        return run(default.key, default.text, default.word, "bert", "pca", progress)
+    # A deep link that runs this tab makes its own view instead (deeplinks.page_open).
+    def first():
+        return run(default.key, default.text, default.word, "bert", "pca")
 
-    gr.on(None, guarded(first), None, outputs, api_visibility="private", **DEVICE_QUEUE)
+    gr.on(None, guarded(deeplinks.page_open(KEY, first, len(outputs))), None, outputs, api_visibility="private",
+          **DEVICE_QUEUE)
     gr.on([layer.change, method.change], guarded(on_layer), [state, layer, method], [map_plot, heat_plot, status],
           api_visibility="private", trigger_mode="always_last")
     gr.on([s.change for s in (a0, a1, a2, gamma)], guarded(on_mix), [state, a0, a1, a2, gamma], mix_plot,

@@ -13,6 +13,7 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
+from app import deeplinks
 from app.common import DEVICE_QUEUE, announce_loading, guarded, quiet_on_bad_input, start_value
 from app.i18n import translator
 from app.safe_image import safe_image
@@ -20,11 +21,6 @@ from engine import mae as M
 from engine import vit as V
 from engine.images import example_path
 from engine.registry import REGISTRY
-
-try:  # deep links (?tab=vit_mae&mask_ratio=0.9&seed=3) where the app shell provides them
-    from app import deeplinks
-except ImportError:  # pragma: no cover - older shells
-    deeplinks = None
 
 TITLE = "ViT & MAE"
 KEY = "vit_mae"
@@ -351,22 +347,26 @@ def build() -> None:
     q = dict(api_visibility="private", **DEVICE_QUEUE)
     mae_in = [image, ratio, seed, mae_model, kind]
     mae_out = [*panels, caption]
+    curve_in = [image, seed, mae_model, kind, ratio]
+    # The curve depends on the image, seed, mask kind and model (not the ratio): it follows them.
     gr.on([run.click, image.change, kind.change, seed.change, mae_model.change], guarded(ui_mae),
-          inputs=mae_in, outputs=mae_out, **q)
+          inputs=mae_in, outputs=mae_out, **q).success(guarded(ui_curve), inputs=curve_in, outputs=curve, **q)
     ratio.change(guarded(ui_mae), inputs=mae_in, outputs=mae_out, trigger_mode="always_last", **q)
 
     # The default image is reconstructed as the page opens (no inputs: this fires on load only),
     # so the four panels are never empty on a projector.
     # Its PSNR curve follows, so the plot under the panels is not an empty box either.
-    def first(progress=gr.Progress()):
-        return ui_mae(*map(start_value, mae_in), progress)
+    # A deep link that runs this tab makes its own view instead (deeplinks.page_open).
+    def first():
+        return ui_mae(*map(start_value, mae_in))
 
-    def first_curve(progress=gr.Progress()):
-        return ui_curve(*map(start_value, [image, seed, mae_model, kind, ratio]), progress)
+    def first_curve():
+        return ui_curve(*map(start_value, curve_in))
 
-    gr.on(None, guarded(first), None, mae_out, **q).then(guarded(first_curve), None, curve, **q)
+    gr.on(None, guarded(deeplinks.page_open(KEY, first, len(mae_out))), None, mae_out, **q).then(
+        guarded(deeplinks.page_open(KEY, first_curve, 1)), None, curve, **q)
     play.click(guarded(ui_play), inputs=[image, seed, mae_model, kind], outputs=[ratio, *panels, caption], **q)
-    curve_btn.click(guarded(ui_curve), inputs=[image, seed, mae_model, kind, ratio], outputs=curve, **q)
+    curve_btn.click(guarded(ui_curve), inputs=curve_in, outputs=curve, **q)
     patch_out = [grid_img, strip, pos_plot, patch_caption]
     # A bad upload is reported once, by the MAE event; these panels keep what they show.
     gr.on([patches_btn.click, vit_model.change], guarded(ui_patches), inputs=[image, vit_model],
@@ -392,10 +392,10 @@ def build() -> None:
     gr.on(triggers=[], fn=guarded(vit_attention), inputs=[api_image, api_layer, api_vit_model], outputs=api_out2,
           api_name="vit_attention", **DEVICE_QUEUE)
 
-    if deeplinks is not None:
-        deeplinks.register(KEY, {"mask_ratio": ratio, "seed": seed, "masking": kind, "model": mae_model}, run=run,
-                           panel=(inner, "mae"))
-        deeplinks.register(KEY, {"layer": layer, "vit_model": att_model}, run=att_btn, panel=(inner, "attention"))
+    # Deep links: ?tab=mae&mask_ratio=0.9&masking=block&seed=3, or ?tab=mae&layer=6.
+    deeplinks.register(KEY, {"mask_ratio": ratio, "seed": seed, "masking": kind, "model": mae_model}, run=run,
+                       panel=(inner, "mae"))
+    deeplinks.register(KEY, {"layer": layer, "vit_model": att_model}, run=att_btn, panel=(inner, "attention"))
 
 
 if __name__ == "__main__":
