@@ -23,14 +23,16 @@ def test_reconstruction_curve_attention_and_a_bad_upload(app_url, browser, tmp_p
         .some((gd) => gd._fullData && gd._fullData.length >= 3)""")
     # Every figure can be saved as PNG: Plotly's own download button is on the curve,
     # and each image panel has Gradio's download button.
-    assert page.locator("#tab-vit_mae .modebar-btn[data-title*='png' i]").count() >= 1
-    assert tab.get_by_role("button", name="Download").count() >= 4 or \
-        tab.locator("a[download], button[aria-label*='ownload']").count() >= 4
+    # (Waited for, not counted at once: the curve is re-drawn as the link's events finish.)
+    page.wait_for_selector("#tab-vit_mae .modebar-btn[data-title*='png' i]", state="attached")
+    page.wait_for_function("""() => document.querySelectorAll(
+        '#tab-vit_mae a[download], #tab-vit_mae button[aria-label*="ownload"], #tab-vit_mae button[title*="ownload"]')
+        .length >= 4""")
 
     tab.get_by_role("tab", name="ViT attention", exact=True).click()
     tab.get_by_role("button", name="Show attention", exact=True).click()
     page.wait_for_selector("#tab-vit_mae :text('layer 11 of 0…11')")
-    assert "head 5" in tab.inner_text()
+    page.wait_for_function("document.querySelector('#tab-vit_mae').innerText.includes('head 5')")
 
     bad = tmp_path / "notes.png"
     bad.write_text("this is not a picture")
