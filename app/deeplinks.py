@@ -275,10 +275,15 @@ def resolve(query: Mapping[str, str], tabs: Mapping[str, TabLinks], known: set[s
 
 # Presses the run button once the inputs hold their new values (the short wait lets the
 # components take them). `id` comes from Python, never from the URL.
-_PRESS_JS = """(id) => { if (id) { setTimeout(() => {
-  const el = document.getElementById(id);
-  const btn = el && (el.tagName === 'BUTTON' ? el : el.querySelector('button'));
-  if (btn) btn.click(); }, 250); } return []; }"""
+_PRESS_JS = """(id) => { if (id) {
+  // Two frames let the components take their new values, then the queue settles a moment.
+  const press = () => {
+    const el = document.getElementById(id);
+    const btn = el && (el.tagName === 'BUTTON' ? el : el.querySelector('button'));
+    if (btn) btn.click();
+  };
+  requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(press, 400)));
+} return []; }"""
 
 
 def _copy_js(entries: list[tuple[str, str]]) -> str:
